@@ -1,0 +1,247 @@
+#include "calib/reference.h"
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "core/csv.h"
+#include "core/strings.h"
+#include "model/catalog.h"
+#include "model/flops.h"
+
+namespace tessel {
+
+namespace {
+
+// "A100 80GB SXM (DGX A100, Selene)" -> (gpu, node type).
+Result<std::pair<const GpuSpec*, const NodeType*>> ParseHardware(const std::string& text) {
+  std::string l = ToLower(text);
+  std::string gpu, node;
+  if (Contains(l, "h100")) {
+    gpu = "h100-sxm";
+    node = "dgx-h100";
+  } else if (Contains(l, "a100")) {
+    gpu = Contains(l, "80gb") ? "a100-80g" : "a100-40g";
+    node = gpu == "a100-80g" ? "dgx-a100-80g" : "dgx-a100-40g";
+  } else if (Contains(l, "v100")) {
+    gpu = Contains(l, "16gb") ? "v100-16g" : "v100-32g";
+    node = Contains(l, "dgx-2") ? "dgx-2" : "dgx-1-v100";
+  } else {
+    return InvalidArgument("unrecognised gpu_type '" + text + "'");
+  }
+  return std::make_pair(*FindGpu(gpu), *FindNodeType(node));
+}
+
+std::optional<Precision> ParsePrecisionText(const std::string& text) {
+  std::string l = ToLower(text);
+  if (l.empty()) return std::nullopt;
+  if (Contains(l, "bf16") || Contains(l, "bfloat")) return Precision::kBf16;
+  if (Contains(l, "fp16") || Contains(l, "mixed") || Contains(l, "amp")) return Precision::kFp16;
+  if (Contains(l, "tf32")) return Precision::kTf32;
+  if (Contains(l, "fp32")) return Precision::kFp32;
+  return std::nullopt;
+}
+
+int IntOr0(const CsvTable& t, const CsvRow& r, const char* col, Status* st) {
+  auto v = t.GetOptionalDouble(r, col);
+  if (!v.ok()) {
+    *st = v.status();
+    return 0;
+  }
+  return v->has_value() ? static_cast<int>(std::lround(**v)) : 0;
+}
+
+}  // namespace
+
+Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
+  auto table = CsvTable::ReadFile(path);
+  if (!table.ok()) return table.status();
+  const CsvTable& t = *table;
+  for (const char* col : {"row_id", "model", "layers", "hidden", "heads", "seq_len", "global_batch_seqs",
+                          "micro_batch", "grad_accum_or_num_microbatches", "gpu_type", "num_gpus", "t", "p",
+                          "d", "vp_interleave", "recompute", "precision", "tflops_per_gpu", "tflops_basis",
+                          "samples_per_s", "iter_time_s", "notes"}) {
+    if (!t.HasColumn(col)) return InvalidArgument(path + ": missing column '" + col + "'");
+  }
+  static const std::regex kVocab("vocab (?:size )?([0-9]+)");
+  for (const auto& row : t.rows()) {
+    Status st;
+    std::string id = "calibration.csv:" + t.Get(row, "row_id");
+    std::string name = t.Get(row, "model");
+    int layers = IntOr0(t, row, "layers", &st), hidden = IntOr0(t, row, "hidden", &st),
+        heads = IntOr0(t, row, "heads", &st), seq = IntOr0(t, row, "seq_len", &st);
+    int gb = IntOr0(t, row, "global_batch_seqs", &st), mb = IntOr0(t, row, "micro_batch", &st),
+        accum = IntOr0(t, row, "grad_accum_or_num_microbatches", &st), n = IntOr0(t, row, "num_gpus", &st);
+    int tp = IntOr0(t, row, "t", &st), pp = IntOr0(t, row, "p", &st), dp = IntOr0(t, row, "d", &st),
+        vp = IntOr0(t, row, "vp_interleave", &st);
+    auto tflops = t.GetOptionalDouble(row, "tflops_per_gpu");
+    auto sps = t.GetOptionalDouble(row, "samples_per_s");
+    auto iter = t.GetOptionalDouble(row, "iter_time_s");
+    if (!st.ok()) return st;
+    if (!tflops.ok()) return tflops.status();
+    if (!sps.ok()) return sps.status();
+    if (!iter.ok()) return iter.status();
+    if (n <= 0) return InvalidArgument(t.Where(row, "num_gpus") + ": expected a positive integer");
+
+    ReferenceCase c;
+    c.id = id;
+    c.source = Contains(ToLower(t.Get(row, "framework")), "megatron") ? "megatron" : "nvidia-dle";
+    auto hw = ParseHardware(t.Get(row, "gpu_type"));
+    if (!hw.ok()) {
+      out->skipped.push_back({id, hw.status().message()});
+      continue;
+    }
+    c.topology.gpu = hw->first;
+    c.topology.gpus_per_node = hw->second->gpus_per_node;
+    c.topology.intra = hw->second->intra;
+    c.topology.network_gbps = hw->second->network_gbps;
+    c.gpu_generation = Split(hw->first->name, '-')[0];
+    c.gpus = n;
+    std::string lname = ToLower(name);
+    if (Contains(lname, "resnet-50")) {
+      c.model = **FindModel("resnet-50");
+    } else {
+      if (layers <= 0 || hidden <= 0 || heads <= 0 || seq <= 0) {
+        out->skipped.push_back({id, "model shape (layers, hidden, heads, seq_len) not stated"});
+        continue;
+      }
+      ShapeFlags f;
+      f.layers = layers;
+      f.hidden = hidden;
+      f.heads = heads;
+      f.seq_len = seq;
+      std::smatch mv;
+      std::string notes = t.Get(row, "notes");
+      f.vocab = std::regex_search(notes, mv, kVocab) ? std::stoi(mv[1]) : (Contains(lname, "bert") ? 30522 : 51200);
+      auto m = ResolveModel("custom", f);
+      if (!m.ok()) return InvalidArgument(id + ": " + m.status().message());
+      c.model = *m;
+      c.model.name = name;
+      if (Contains(lname, "bert")) {
+        c.model.tf.causal = false;
+        c.model.tf.tied_embeddings = true;
+      }
+    }
+    c.tp = tp;
+    c.pp = pp;
+    c.dp = dp;
+    c.virtual_stages = vp;
+    c.micro_batch = mb;
+    c.num_micro_batches = accum;
+    std::string rc = ToLower(t.Get(row, "recompute"));
+    std::string basis = ToLower(t.Get(row, "tflops_basis"));
+    if (StartsWith(rc, "full")) c.recompute = Recompute::kFull;
+    else if (StartsWith(rc, "selective")) c.recompute = Recompute::kSelective;
+    else if (StartsWith(rc, "none")) c.recompute = Recompute::kNone;
+    else if (Contains(basis, "recompute") && !Contains(basis, "mfu")) {
+      c.recompute = Recompute::kFull;
+      c.note += "recompute not stated; full, as the row's FLOP basis includes it. ";
+    }
+    auto prec = ParsePrecisionText(t.Get(row, "precision"));
+    if (!prec) {
+      prec = hw->first->bf16_tflops > 0 ? Precision::kBf16 : Precision::kFp16;
+      c.note += std::string("precision not stated; ") + PrecisionName(*prec) + ". ";
+    }
+    c.precision = *prec;
+    if (c.model.kind == ModelKind::kCnn && mb == 0) {
+      c.micro_batch = 256;  // DeepLearningExamples ResNet-50 default (-b 256)
+      c.note += "per-GPU batch 256 (the script's default). ";
+    }
+    if (gb > 0) c.global_batch = gb;
+    else if (c.micro_batch > 0 && c.num_micro_batches > 0 && dp > 0) c.global_batch = c.micro_batch * c.num_micro_batches * dp;
+    else if (c.micro_batch > 0 && dp > 0) c.global_batch = c.micro_batch * std::max(1, accum) * dp;
+    // The measured iteration time.
+    if (iter->has_value()) {
+      c.measured_iteration_s = **iter;
+    } else if (sps->has_value() && c.global_batch > 0) {
+      c.measured_iteration_s = c.global_batch / **sps;
+    } else if (tflops->has_value() && c.global_batch > 0 && c.model.kind == ModelKind::kTransformer) {
+      bool with_recompute = Contains(basis, "recompute") && !Contains(basis, "mfu");
+      const auto& s = c.model.tf;
+      double flops = MegatronFlopsPerIteration(c.global_batch, s.seq_len, s.layers, s.hidden, s.vocab, with_recompute);
+      c.measured_iteration_s = flops / (**tflops * 1e12 * n);
+      c.note += std::string("time from TFLOP/s via the Megatron formula") + (with_recompute ? " (with recompute). " : ". ");
+    } else {
+      out->skipped.push_back({id, c.global_batch > 0 ? "no time, throughput or TFLOP/s result"
+                                                     : "global batch and micro-batch not stated"});
+      continue;
+    }
+    out->cases.push_back(std::move(c));
+  }
+  return Status::Ok();
+}
+
+Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, ReferenceSet* out) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return InvalidArgument(path + ": JSON syntax error at byte " + std::to_string(e.byte));
+  }
+  if (!j.contains("optimal") || !j["optimal"].is_object())
+    return InvalidArgument(path + ": expected {\"optimal\": {...}}");
+  std::string file = std::filesystem::path(path).filename().string();
+  for (const auto& [key, configs] : j["optimal"].items()) {
+    // "<family>_<size>_<batch>"
+    size_t last = key.rfind('_');
+    if (last == std::string::npos) return InvalidArgument(path + ": optimal: bad key '" + key + "'");
+    std::string model_name = key.substr(0, last);
+    auto batch = ParseInt(key.substr(last + 1), path + ": optimal: " + key + ": batch");
+    if (!batch.ok()) return batch.status();
+    auto model = FindModel(model_name);
+    if (!model.ok()) {
+      out->skipped.push_back({file + ":" + key, "model not in the catalog"});
+      continue;
+    }
+    for (const auto& [mesh, value] : configs.items()) {
+      std::string id = file + ":" + key + "@" + mesh;
+      auto parts = Split(mesh, '_');
+      if (parts.size() < 5) return InvalidArgument(path + ": " + key + ": bad mesh '" + mesh + "'");
+      auto hosts = ParseInt(parts[0], id + ": hosts");
+      auto per = ParseInt(parts[4], id + ": gpus per host");
+      if (!hosts.ok()) return hosts.status();
+      if (!per.ok()) return per.status();
+      std::string gname = parts[1] == "a100" ? "a100-40g" : (parts[1] == "v100" ? "v100-32g" : (parts[1] == "h100" ? "h100-sxm" : parts[1]));
+      auto gpu = FindGpu(gname);
+      if (!gpu.ok()) return InvalidArgument(id + ": " + gpu.status().message());
+      double seconds = 0;
+      if (value.is_number()) {
+        seconds = value.get<double>();
+      } else if (value.is_array() && value.size() >= 2) {
+        double n_iter = value[0].get<double>();
+        seconds = n_iter > 0 ? value[1].get<double>() / n_iter : -1;
+      } else {
+        return InvalidArgument(id + ": expected seconds or [iterations, total seconds, ...]");
+      }
+      if (seconds <= 0) {
+        out->infeasible_measured++;
+        continue;
+      }
+      ReferenceCase c;
+      c.id = id;
+      c.source = "alpa";
+      c.model = **model;
+      c.gpu_generation = parts[1];
+      const NodeType* node = nullptr;
+      for (const auto& n : NodeCatalog())
+        if (n.name == "arena-" + parts[1]) node = &n;
+      if (node == nullptr) node = &DefaultNodeFor(**gpu);
+      c.topology.gpu = *gpu;
+      c.topology.gpus_per_node = static_cast<int>(*per);
+      c.topology.intra = node->intra;
+      c.topology.network_gbps = StartsWith(node->name, "arena-") ? arena_network_gbps : node->network_gbps;
+      c.gpus = static_cast<int>(*hosts * *per);
+      c.global_batch = static_cast<int>(*batch);
+      c.precision = c.model.default_precision;
+      c.measured_iteration_s = seconds;
+      out->cases.push_back(std::move(c));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace tessel

@@ -1,0 +1,58 @@
+// Reference measurements the estimator is judged against, read from the
+// shared data folder:
+//  - measured/calibration.csv: published training throughput (Megatron-LM
+//    papers and READMEs, NVIDIA DeepLearningExamples);
+//  - arena/database/prof_database.json and prof_database_h100_l20.json:
+//    iteration times of Alpa's best plan measured on real GPUs.
+// Each becomes a ReferenceCase: a model, hardware, batch, what is known of
+// the plan, and the measured iteration time. Unknown plan fields are left
+// for the planner to choose (the best plan), as the measured systems chose
+// theirs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hardware/node.h"
+#include "model/model.h"
+#include "perf/parallel_plan.h"
+
+namespace tessel {
+
+struct ReferenceCase {
+  std::string id;      // "calibration.csv:23", "prof_database.json:bert_1.3B_128@1_a100_1_n_4_d"
+  std::string source;  // "megatron", "nvidia-dle", "alpa"
+  std::string gpu_generation;  // "a100", "v100", "h100", "a40", "a10", "l20"
+  ModelSpec model;
+  Topology topology;
+  int gpus = 1;
+  int global_batch = 0;         // 0 = unknown (then micro_batch * M * d)
+  // Known plan fields; 0 / nullopt = unknown, chosen by the planner.
+  int tp = 0, pp = 0, dp = 0, micro_batch = 0, num_micro_batches = 0, virtual_stages = 0;
+  std::optional<Recompute> recompute;
+  Precision precision = Precision::kBf16;
+  double measured_iteration_s = 0;
+  std::string note;  // assumptions made reading the row
+};
+
+struct SkippedCase {
+  std::string id;
+  std::string reason;
+};
+
+struct ReferenceSet {
+  std::vector<ReferenceCase> cases;
+  std::vector<SkippedCase> skipped;
+  int infeasible_measured = 0;  // Alpa entries marked -1 (out of memory)
+};
+
+// Reads calibration.csv; rows without a model shape or a usable result are
+// listed in `skipped` with the reason. Malformed numbers are errors
+// (file:line: column).
+Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out);
+// Reads an Arena/Alpa profile database (either format).
+Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, ReferenceSet* out);
+
+}  // namespace tessel

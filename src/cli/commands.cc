@@ -1,0 +1,64 @@
+#include "cli/commands.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+namespace tessel {
+
+const std::vector<CommandSpec>& Commands() {
+  static const std::vector<CommandSpec> table = {
+      {"gpus", "List the GPU catalog (memory, bandwidth, peak TFLOP/s, links)", SetupGpus},
+      {"nodes", "List node types (GPUs per node, intra-node fabric, network)", SetupNodes},
+      {"models", "List the model catalog (shapes, parameters)", SetupModels},
+      {"estimate", "Estimate one parallel plan: time, throughput, memory, breakdown", SetupEstimate},
+      {"plan", "Search parallel plans (full search or an Arena grid) and rank them", SetupPlan},
+      {"accuracy", "Compare the estimator with published and Alpa-measured runs", SetupAccuracy},
+      {"calibrate", "Fit the estimator's parameters from measurements in TESSEL_DATA", SetupCalibrate},
+  };
+  return table;
+}
+
+int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{"tessel: a scheduler for training large models on heterogeneous GPU clusters.\n"
+               "Estimates and plans parallel training (data/tensor/pipeline parallelism,\n"
+               "micro-batching, recomputation, ZeRO) for a model on a GPU type."};
+  app.name(args.empty() ? "tessel" : args[0]);
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tessel 0.1.0");
+  CommandIo io{out, err};
+  CommandAction action;
+  for (const auto& spec : Commands()) {
+    CLI::App* sub = app.add_subcommand(spec.name, spec.summary);
+    CommandAction a = spec.setup(*sub, io);
+    sub->callback([&action, a] { action = a; });
+  }
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  if (!rev.empty()) rev.pop_back();  // program name
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    CLI::App* target = &app;
+    for (auto* sub : app.get_subcommands()) target = sub;
+    out << target->help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "error: " << e.what() << "\n";
+    if (std::string(e.what()).find("subcommand") != std::string::npos) {
+      err << "commands:";
+      for (const auto& spec : Commands()) err << " " << spec.name;
+      err << "\n";
+    }
+    err << "run '" << app.get_name() << " --help' for usage\n";
+    return 2;
+  }
+  if (!action) return 2;
+  return action();
+}
+
+}  // namespace tessel

@@ -1,0 +1,81 @@
+#include "cli/common.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <deque>
+
+#include "core/csv.h"
+
+namespace tessel {
+
+void ModelFlags::Add(CLI::App& app, bool required) {
+  auto* o = app.add_option("--model", model,
+                           "Catalog name (see `tessel models`), a YAML file, or 'custom'");
+  if (required) o->required();
+  app.add_option("--layers", layers, "Transformer layers (custom shapes / override)");
+  app.add_option("--hidden", hidden, "Hidden size");
+  app.add_option("--heads", heads, "Attention heads");
+  app.add_option("--kv-heads", kv_heads, "Key/value heads (grouped-query attention)");
+  app.add_option("--ffn-hidden", ffn_hidden, "FFN hidden size (default 4 x hidden)");
+  app.add_option("--vocab", vocab, "Vocabulary size (default 51200)");
+  app.add_option("--seq-len", seq_len, "Sequence length");
+  app.add_option("--experts", experts, "MoE experts");
+  app.add_option("--top-k", top_k, "MoE experts per token");
+}
+
+Result<ModelSpec> ModelFlags::Resolve() const {
+  ShapeFlags f;
+  auto set = [](int v, std::optional<int>* out, const char* flag) -> Status {
+    if (v < 0) return InvalidArgument(std::string(flag) + ": expected a positive integer, got " + std::to_string(v));
+    if (v > 0) *out = v;
+    return Status::Ok();
+  };
+  TESSEL_RETURN_IF_ERROR(set(layers, &f.layers, "--layers"));
+  TESSEL_RETURN_IF_ERROR(set(hidden, &f.hidden, "--hidden"));
+  TESSEL_RETURN_IF_ERROR(set(heads, &f.heads, "--heads"));
+  TESSEL_RETURN_IF_ERROR(set(kv_heads, &f.kv_heads, "--kv-heads"));
+  TESSEL_RETURN_IF_ERROR(set(ffn_hidden, &f.ffn_hidden, "--ffn-hidden"));
+  TESSEL_RETURN_IF_ERROR(set(vocab, &f.vocab, "--vocab"));
+  TESSEL_RETURN_IF_ERROR(set(seq_len, &f.seq_len, "--seq-len"));
+  TESSEL_RETURN_IF_ERROR(set(experts, &f.experts, "--experts"));
+  TESSEL_RETURN_IF_ERROR(set(top_k, &f.top_k, "--top-k"));
+  return ResolveModel(model, f);
+}
+
+void TopologyFlags::Add(CLI::App& app) {
+  app.add_option("--gpu", gpu, "GPU type (see `tessel gpus`)")->required();
+  app.add_option("--gpus-per-node", gpus_per_node,
+                 "GPUs per node (default: the GPU's usual node type, see `tessel nodes`)");
+  app.add_option("--network-gbps", network_gbps,
+                 "Network bandwidth per node, Gb/s, all NICs together (default: the node type's)");
+}
+
+Result<Topology> TopologyFlags::Resolve() const {
+  auto g = FindGpu(gpu);
+  if (!g.ok()) return InvalidArgument("--gpu: " + g.status().message());
+  return MakeTopology(**g, gpus_per_node, network_gbps);
+}
+
+void ParamsFlag::Add(CLI::App& app) {
+  app.add_option("--params", path,
+                 "Estimator parameters (JSON from `tessel calibrate --out`); default: embedded");
+}
+
+Result<const PerfParams*> ParamsFlag::Resolve() const {
+  if (path.empty()) return &DefaultPerfParams();
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return InvalidArgument("--params: " + text.status().message());
+  auto p = PerfParamsFromJson(*text, path);
+  if (!p.ok()) return p.status();
+  static std::deque<PerfParams> loaded;  // stable addresses for the process
+  loaded.push_back(std::move(*p));
+  return &loaded.back();
+}
+
+std::string DataDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("TESSEL_DATA"); env && *env) return env;
+  return "../shared/data";
+}
+
+}  // namespace tessel

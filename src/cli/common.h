@@ -1,0 +1,48 @@
+// Flag groups shared by several commands (model shape, topology, parameter
+// file) and their conversion to library types, with errors that name the
+// flag.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "hardware/node.h"
+#include "model/catalog.h"
+#include "perf/params.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tessel {
+
+struct ModelFlags {
+  std::string model;
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0, seq_len = 0,
+      experts = 0, top_k = 0;
+  void Add(CLI::App& app, bool required = true);
+  Result<ModelSpec> Resolve() const;
+};
+
+struct TopologyFlags {
+  std::string gpu;
+  int gpus_per_node = 0;
+  double network_gbps = 0;
+  void Add(CLI::App& app);
+  Result<Topology> Resolve() const;
+};
+
+struct ParamsFlag {
+  std::string path;
+  void Add(CLI::App& app);
+  // The embedded defaults, or the file's parameters. The returned object
+  // lives as long as the process.
+  Result<const PerfParams*> Resolve() const;
+};
+
+// Where the shared data folder is: --data, else $TESSEL_DATA, else
+// ../shared/data.
+std::string DataDir(const std::string& flag);
+
+}  // namespace tessel

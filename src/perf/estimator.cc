@@ -1,0 +1,521 @@
+#include "perf/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/flops.h"
+#include "perf/collective.h"
+#include "perf/compute.h"
+#include "perf/memory.h"
+
+namespace tessel {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The cost of one pipeline-able layer (or CNN block) for one micro-batch on
+// one GPU.
+struct LayerCost {
+  double fwd_s = 0;          // forward kernels
+  double bwd_s = 0;          // backward kernels
+  double recompute_s = 0;    // forward kernels re-run during backward
+  double tp_fwd_s = 0;       // tensor-parallel collectives in forward
+  double tp_bwd_s = 0;       // ... in backward
+  double ep_s = 0;           // MoE all-to-all, forward + backward
+  double params = 0;         // parameters held by this GPU
+  double act_bytes = 0;      // activations kept for backward (recompute applied)
+  double work_bytes = 0;     // transient activations of one layer (full recompute)
+  double hw_flops = 0;       // executed FLOPs incl. recompute
+  double Time() const { return fwd_s + bwd_s + recompute_s + tp_fwd_s + tp_bwd_s + ep_s; }
+  void Add(const LayerCost& o, double times) {
+    fwd_s += times * o.fwd_s;
+    bwd_s += times * o.bwd_s;
+    recompute_s += times * o.recompute_s;
+    tp_fwd_s += times * o.tp_fwd_s;
+    tp_bwd_s += times * o.tp_bwd_s;
+    ep_s += times * o.ep_s;
+    params += times * o.params;
+    act_bytes += times * o.act_bytes;
+    work_bytes = std::max(work_bytes, o.work_bytes);
+    hw_flops += times * o.hw_flops;
+  }
+};
+
+struct Ctx {
+  const EstimateRequest& req;
+  const ParallelPlan& plan;
+  const Topology& topo;
+  const ComputeModel& cm;
+  const CollectiveModel& coll;
+  const PerfParams& params;
+  int gpn;  // GPUs per node actually used by this job
+};
+
+GroupShape TpGroup(const Ctx& c) {
+  return {c.plan.tp, std::min(c.plan.tp, c.topo.gpus_per_node), std::max(1, c.gpn / c.plan.tp)};
+}
+
+// Ranks of a group that strides over `stride` consecutive ranks.
+GroupShape StridedGroup(const Ctx& c, int size, int stride) {
+  int per_node = std::clamp(c.topo.gpus_per_node / std::max(1, stride), 1, size);
+  int concurrent = std::max(1, c.gpn / per_node);
+  return {size, per_node, concurrent};
+}
+
+// --- transformers ---
+
+LayerCost TransformerLayer(const Ctx& c, bool moe) {
+  const TransformerShape& s = c.req.model->tf;
+  const ParallelPlan& p = c.plan;
+  const double t = p.tp;
+  const double e = c.cm.elem_bytes();
+  const double tokens = static_cast<double>(p.micro_batch) * s.seq_len;
+  const double h = s.hidden, f = s.ffn_hidden, dh = s.HeadDim();
+  const double kv = static_cast<double>(s.kv_heads) * dh;
+  const double heads_local = s.heads / t;
+  const bool fused = c.topo.gpu->HasFusedAttention() && e == 2.0;
+  const double ffn_mats = s.gated_ffn ? 3.0 : 2.0;
+  LayerCost lc;
+
+  // Forward GEMMs.
+  double qkv = c.cm.Gemm(tokens, (h + 2 * kv) / t, h);
+  double proj = c.cm.Gemm(tokens, h, h / t);
+  double attn_fwd, attn_bwd, attn_recompute;
+  if (fused) {
+    attn_fwd = c.cm.FusedAttentionForward(p.micro_batch * heads_local, s.seq_len, dh, s.causal);
+    attn_bwd = 2.5 * attn_fwd;  // dQ, dK, dV plus the recomputed scores
+    attn_recompute = 0;         // FlashAttention already recomputes
+  } else {
+    double bh = p.micro_batch * heads_local;
+    double score_gemms = c.cm.Gemm(s.seq_len, s.seq_len, dh, bh) + c.cm.Gemm(s.seq_len, dh, s.seq_len, bh);
+    // scale+mask+softmax (fused: read, write) and dropout (read, write, mask).
+    double score_bytes = bh * s.seq_len * static_cast<double>(s.seq_len) * (2 * e + 2 * e + 1);
+    double softmax = c.cm.Elementwise(score_bytes, 2);
+    attn_fwd = score_gemms + softmax;
+    attn_bwd = 2 * score_gemms + 1.5 * softmax;
+    attn_recompute = p.recompute == Recompute::kSelective ? attn_fwd : 0;
+  }
+  double ffn;
+  double routed_tokens = tokens;
+  if (moe) {
+    double experts_local = static_cast<double>(s.experts) / p.ep;
+    routed_tokens = tokens * s.top_k;
+    double rows_per_expert = routed_tokens / experts_local;
+    ffn = c.cm.Gemm(rows_per_expert, (ffn_mats - 1) * f / t, h, experts_local) +
+          c.cm.Gemm(rows_per_expert, h, f / t, experts_local) + c.cm.Gemm(tokens, s.experts, h);
+  } else {
+    ffn = c.cm.Gemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.Gemm(tokens, h, f / t);
+  }
+  // Memory-bound kernels: two layer norms, two dropout+residual pairs on the
+  // sequence-parallel shard, the FFN activation on the tensor-parallel shard.
+  double sp = t;  // sequence parallelism splits token-wise ops when t > 1
+  double ew_bytes = tokens * h / sp * (2 * 2 * e + 2 * ((2 * e + 1) + 3 * e)) +
+                    routed_tokens * f / t * e * (s.gated_ffn ? 3.0 : 2.0);
+  double ew = c.cm.Elementwise(ew_bytes, 8);
+  double gemm_fwd = qkv + proj + ffn;
+  lc.fwd_s = gemm_fwd + attn_fwd + ew;
+  lc.bwd_s = 2 * gemm_fwd + attn_bwd + 2 * ew;
+  if (p.recompute == Recompute::kFull) lc.recompute_s = lc.fwd_s;
+  else lc.recompute_s = attn_recompute;
+
+  // Tensor parallel: per layer 2 all-gathers + 2 reduce-scatters (sequence
+  // parallel; the same bytes as 2 all-reduces) forward, and again backward.
+  if (p.tp > 1) {
+    double bytes = tokens * h * e;
+    GroupShape g = TpGroup(c);
+    double pair = c.coll.Time(Collective::kAllGather, bytes, g) +
+                  c.coll.Time(Collective::kReduceScatter, bytes, g);
+    lc.tp_fwd_s = 2 * pair;
+    lc.tp_bwd_s = 2 * pair + (p.recompute == Recompute::kFull ? 2 * pair : 0);
+  }
+  if (moe && p.ep > 1) {
+    double bytes = routed_tokens * h * e;
+    GroupShape g = StridedGroup(c, p.ep, p.tp);
+    lc.ep_s = 4 * c.coll.Time(Collective::kAllToAll, bytes, g) *
+              (p.recompute == Recompute::kFull ? 1.5 : 1.0);
+  }
+
+  // Parameters on this GPU.
+  double attn_params = h * (h + 2 * kv) + h * h + 3 * h + 2 * kv;
+  double ffn_params = ffn_mats * h * f + f + h;
+  lc.params = attn_params / t + 4 * h;
+  lc.params += moe ? (s.experts / static_cast<double>(p.ep)) * ffn_params / t + h * s.experts
+                   : ffn_params / t;
+
+  lc.act_bytes = TransformerLayerActivationBytes(s, p.micro_batch, p.tp, p.recompute, p.precision,
+                                                 fused, moe);
+  lc.work_bytes = p.recompute == Recompute::kFull
+                      ? TransformerLayerActivationBytes(s, p.micro_batch, p.tp, Recompute::kNone,
+                                                        p.precision, fused, moe)
+                      : 0;
+  double layer_flops = TransformerLayerForwardFlopsPerToken(s, moe) * tokens / t;
+  double re = p.recompute == Recompute::kFull ? 1.0
+              : (p.recompute == Recompute::kSelective || fused)
+                  ? 4.0 * s.seq_len * h / TransformerLayerForwardFlopsPerToken(s, moe)
+                  : 0.0;
+  lc.hw_flops = layer_flops * (3.0 + re);
+  return lc;
+}
+
+// Input embedding (first stage) and output layer + loss (last stage).
+LayerCost EmbeddingCost(const Ctx& c) {
+  const TransformerShape& s = c.req.model->tf;
+  const double tokens = static_cast<double>(c.plan.micro_batch) * s.seq_len;
+  const double t = c.plan.tp;
+  LayerCost lc;
+  lc.fwd_s = c.cm.Elementwise(tokens * s.hidden * c.cm.elem_bytes() * 2 / t, 2);
+  lc.bwd_s = lc.fwd_s;
+  lc.params = static_cast<double>(s.vocab) * s.hidden / t;
+  lc.act_bytes = tokens * s.hidden / t;  // dropout mask
+  return lc;
+}
+
+LayerCost HeadCost(const Ctx& c) {
+  const TransformerShape& s = c.req.model->tf;
+  const double tokens = static_cast<double>(c.plan.micro_batch) * s.seq_len;
+  const double t = c.plan.tp;
+  LayerCost lc;
+  double logits = c.cm.Gemm(tokens, s.vocab / t, s.hidden);
+  // fp32 cross-entropy over the vocabulary shard: upcast, softmax, grad.
+  double ce = c.cm.Elementwise(tokens * s.vocab / t * 4.0 * 3, 3);
+  lc.fwd_s = logits + ce;
+  lc.bwd_s = 2 * logits + ce;
+  if (c.plan.tp > 1) {
+    double bytes = tokens * s.hidden * c.cm.elem_bytes();
+    lc.tp_fwd_s = c.coll.Time(Collective::kAllGather, bytes, TpGroup(c));
+    lc.tp_bwd_s = c.coll.Time(Collective::kReduceScatter, bytes, TpGroup(c));
+  }
+  lc.params = (s.tied_embeddings ? 0.0 : static_cast<double>(s.vocab) * s.hidden / t) + 2 * s.hidden;
+  lc.act_bytes = tokens * s.hidden * c.cm.elem_bytes() / t;
+  lc.work_bytes = tokens * s.vocab / t * 4.0 * 2;  // fp32 logits and their gradient
+  lc.hw_flops = 3 * 2.0 * tokens * s.hidden * s.vocab / t;
+  return lc;
+}
+
+// --- CNNs ---
+
+LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
+  const ParallelPlan& p = c.plan;
+  const double t = p.tp;
+  const double e = c.cm.elem_bytes();
+  const double mb = p.micro_batch;
+  LayerCost lc;
+  double out_bytes = 0, flops = 0;
+  for (const ConvOp& op : b.convs) {
+    double m = mb * op.out_hw, n = op.cout / t, k = op.cin * op.kernel * op.kernel;
+    double gemm = c.cm.Gemm(m, n, k);
+    // BN statistics + normalise + ReLU: ~5 passes over the output.
+    double ew = op.batch_norm ? c.cm.Elementwise(5 * m * n * e, 3) : 0.0;
+    lc.fwd_s += gemm + ew;
+    lc.bwd_s += 2 * gemm + 2 * ew;
+    lc.params += op.Params() / t;
+    lc.act_bytes += m * n * e * (op.batch_norm ? 3.0 : 1.0);  // conv out, BN out, ReLU mask
+    out_bytes = m * op.cout * e;
+    flops += 2.0 * m * n * k;
+  }
+  lc.hw_flops = 3 * flops;
+  if (p.recompute == Recompute::kFull) {
+    lc.work_bytes = lc.act_bytes;
+    lc.act_bytes = out_bytes / t;
+    lc.recompute_s = lc.fwd_s;
+    lc.hw_flops += flops;
+  }
+  if (p.tp > 1) {  // channel-parallel: gather the block output, scatter its gradient
+    lc.tp_fwd_s = c.coll.Time(Collective::kAllGather, out_bytes, TpGroup(c));
+    lc.tp_bwd_s = c.coll.Time(Collective::kReduceScatter, out_bytes, TpGroup(c));
+  }
+  return lc;
+}
+
+// Splits per-layer costs into p contiguous stages with balanced time.
+std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp) {
+  double total = 0;
+  for (const auto& b : blocks) total += b.Time();
+  std::vector<LayerCost> stages(pp);
+  int stage = 0;
+  double acc = 0;
+  int remaining_blocks = static_cast<int>(blocks.size());
+  for (const auto& b : blocks) {
+    int remaining_stages = pp - stage;
+    bool must_advance = remaining_blocks <= remaining_stages - 1;
+    if (stage < pp - 1 && acc > 0 && (must_advance || acc + b.Time() / 2 > total * (stage + 1) / pp)) {
+      ++stage;
+    }
+    stages[stage].Add(b, 1);
+    acc += b.Time();
+    --remaining_blocks;
+  }
+  return stages;
+}
+
+}  // namespace
+
+Status ValidatePlan(const EstimateRequest& req) {
+  const ParallelPlan& p = req.plan;
+  const ModelSpec& m = *req.model;
+  auto bad = [](std::string s) { return InvalidArgument(std::move(s)); };
+  if (req.gpus <= 0) return bad("--gpus: expected a positive integer, got " + std::to_string(req.gpus));
+  if (req.global_batch <= 0)
+    return bad("--global-batch: expected a positive integer, got " + std::to_string(req.global_batch));
+  if (p.dp <= 0 || p.tp <= 0 || p.pp <= 0) return bad("--dp/--tp/--pp: must be positive integers");
+  if (p.dp * p.tp * p.pp != req.gpus) {
+    return bad("d*t*p = " + std::to_string(p.dp) + "*" + std::to_string(p.tp) + "*" +
+               std::to_string(p.pp) + " = " + std::to_string(p.dp * p.tp * p.pp) +
+               " != --gpus " + std::to_string(req.gpus));
+  }
+  if (p.tp > req.topology.gpus_per_node) {
+    return bad("--tp " + std::to_string(p.tp) + ": tensor parallelism must stay inside a node (" +
+               std::to_string(req.topology.gpus_per_node) + " GPUs per node)");
+  }
+  if (req.global_batch % p.dp != 0) {
+    return bad("--global-batch " + std::to_string(req.global_batch) + " is not divisible by d = " +
+               std::to_string(p.dp));
+  }
+  int per_replica = req.global_batch / p.dp;
+  if (p.micro_batch <= 0 || per_replica % p.micro_batch != 0) {
+    return bad("--micro-batch " + std::to_string(p.micro_batch) +
+               ": must divide the per-replica batch " + std::to_string(per_replica) +
+               " (global batch / d)");
+  }
+  if (p.num_micro_batches != per_replica / p.micro_batch) {
+    return bad("num_micro_batches " + std::to_string(p.num_micro_batches) +
+               " != global batch / (d * micro batch) = " + std::to_string(per_replica / p.micro_batch));
+  }
+  int layers = m.NumLayers();
+  if (p.pp > layers) {
+    return bad("--pp " + std::to_string(p.pp) + ": more stages than the model's " +
+               std::to_string(layers) + " layers");
+  }
+  if (p.virtual_stages < 1) return bad("--virtual-stages: must be >= 1");
+  if (p.virtual_stages > 1) {
+    if (p.pp < 2) return bad("--virtual-stages > 1 needs --pp >= 2");
+    if (layers % (p.pp * p.virtual_stages) != 0) {
+      return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": layers (" +
+                 std::to_string(layers) + ") must be divisible by p*v = " +
+                 std::to_string(p.pp * p.virtual_stages));
+    }
+    if (p.num_micro_batches % p.pp != 0) {
+      return bad("--virtual-stages: the interleaved schedule needs the number of micro-batches (" +
+                 std::to_string(p.num_micro_batches) + ") to be a multiple of p = " +
+                 std::to_string(p.pp));
+    }
+  }
+  if (p.zero < 0 || p.zero > 3) return bad("--zero: expected 0, 1, 2 or 3, got " + std::to_string(p.zero));
+  if (m.kind == ModelKind::kTransformer) {
+    if (m.tf.heads % p.tp != 0) {
+      return bad("--tp " + std::to_string(p.tp) + ": must divide the number of attention heads (" +
+                 std::to_string(m.tf.heads) + ")");
+    }
+    if (m.tf.IsMoe()) {
+      if (p.ep < 1 || p.dp % p.ep != 0 || m.tf.experts % p.ep != 0) {
+        return bad("--ep " + std::to_string(p.ep) + ": must divide both d (" + std::to_string(p.dp) +
+                   ") and the number of experts (" + std::to_string(m.tf.experts) + ")");
+      }
+    } else if (p.ep != 1) {
+      return bad("--ep: expert parallelism needs an MoE model");
+    }
+  } else if (p.ep != 1) {
+    return bad("--ep: expert parallelism needs an MoE model");
+  }
+  if (req.topology.gpu->PeakTflops(p.precision) <= 0) {
+    return bad(std::string("--precision ") + PrecisionName(p.precision) + ": not supported by " +
+               req.topology.gpu->name + " (" + req.topology.gpu->arch + ")");
+  }
+  return Status::Ok();
+}
+
+Result<Estimate> Estimator::Run(const EstimateRequest& req) const {
+  if (req.model == nullptr || req.topology.gpu == nullptr) return InvalidArgument("estimate: model and gpu are required");
+  TESSEL_RETURN_IF_ERROR(ValidatePlan(req));
+  return RunUnchecked(req);
+}
+
+Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
+  const ParallelPlan& p = req.plan;
+  const ModelSpec& m = *req.model;
+  const Topology& topo = req.topology;
+  ComputeModel cm(*topo.gpu, p.precision, params_);
+  CollectiveModel coll(topo, params_);
+  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus)};
+
+  // Stage costs: first, middle (the busiest of them) and last.
+  std::vector<LayerCost> stages;
+  if (m.kind == ModelKind::kTransformer) {
+    const TransformerShape& s = m.tf;
+    LayerCost dense = TransformerLayer(c, false);
+    LayerCost moe = s.IsMoe() ? TransformerLayer(c, true) : LayerCost();
+    double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
+    int base = s.layers / p.pp, extra = s.layers % p.pp;
+    int n_stage_kinds = std::min(p.pp, 3);
+    for (int i = 0; i < n_stage_kinds; ++i) {
+      int stage_index = (i == 0) ? 0 : (i == 1 && p.pp > 2 ? 1 : p.pp - 1);
+      int layers = base + (stage_index < extra ? 1 : 0);
+      LayerCost st;
+      st.Add(dense, layers * (1 - moe_frac));
+      if (s.IsMoe()) st.Add(moe, layers * moe_frac);
+      if (stage_index == 0) st.Add(EmbeddingCost(c), 1);
+      if (stage_index == p.pp - 1) st.Add(HeadCost(c), 1);
+      stages.push_back(st);
+    }
+  } else {
+    std::vector<LayerCost> blocks;
+    blocks.reserve(m.cnn.blocks.size());
+    for (const auto& b : m.cnn.blocks) blocks.push_back(CnnBlockCost(c, b));
+    stages = PartitionCnn(blocks, p.pp);
+  }
+
+  // Pipeline transfers: one activation per micro-batch each way per stage.
+  double p2p = 0;
+  if (p.pp > 1) {
+    double tokens = m.kind == ModelKind::kTransformer ? static_cast<double>(p.micro_batch) * m.tf.seq_len : 0;
+    double bytes = m.kind == ModelKind::kTransformer
+                       ? tokens * m.tf.hidden * cm.elem_bytes() / p.tp
+                       : p.micro_batch * 14.0 * 14.0 * 1024 * cm.elem_bytes() / p.tp;
+    int stage_width = p.tp * p.dp;
+    bool cross = stage_width >= topo.gpus_per_node || req.gpus > topo.gpus_per_node;
+    GroupShape g{2, cross ? 1 : 2, cross ? std::max(1, std::min(c.gpn, stage_width)) : 1};
+    p2p = 2 * coll.Time(Collective::kSendRecv, bytes, g) * p.virtual_stages;
+  }
+
+  size_t worst = 0;
+  double sum = 0, worst_t = -1;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    double t = stages[i].Time() + p2p;
+    if (t > worst_t) {
+      worst_t = t;
+      worst = i;
+    }
+  }
+  // Average over all p stages: first/last once, the middle kind p-2 times.
+  if (stages.size() == 1) sum = stages[0].Time() + p2p;
+  else if (stages.size() == 2) sum = stages[0].Time() + stages[1].Time() + 2 * p2p;
+  else sum = stages[0].Time() + stages[2].Time() + (p.pp - 2) * stages[1].Time() + p.pp * p2p;
+  if (m.kind == ModelKind::kCnn) {
+    sum = 0;
+    for (const auto& st : stages) sum += st.Time() + p2p;
+  }
+  const double M = p.num_micro_batches;
+  const double s_max = worst_t;
+  const double s_avg = sum / p.pp;
+  double bubble = (p.pp - 1) * s_avg / p.virtual_stages;
+  double pipe = M * s_max + bubble;
+  const LayerCost& ws = stages[worst];
+
+  // Data-parallel synchronisation of the worst stage's gradients.
+  StateBytesPerParam sb = StateBytes(p.precision);
+  double expert_params = 0;
+  if (m.kind == ModelKind::kTransformer && m.tf.IsMoe()) {
+    const auto& s = m.tf;
+    double ffn_params = (s.gated_ffn ? 3.0 : 2.0) * s.hidden * s.ffn_hidden;
+    expert_params = (static_cast<double>(s.MoeLayers()) / p.pp) * (s.experts / static_cast<double>(p.ep)) *
+                    ffn_params / p.tp;
+  }
+  double dense_params = std::max(0.0, ws.params - expert_params);
+  double dp_total = 0, dp_exposed = 0;
+  double overlap_window = params_.dp_overlap_fraction * (ws.bwd_s + ws.recompute_s);
+  auto sync = [&](double params, int group) -> std::pair<double, double> {
+    if (group <= 1 || params <= 0) return {0.0, 0.0};
+    GroupShape g = StridedGroup(c, group, p.tp);
+    double grad_bytes = params * sb.gradients;
+    double weight_bytes = params * sb.weights;
+    if (p.zero == 3) {
+      double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
+      double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
+      double total = M * (2 * ag + rs);
+      double exposed = M * (std::max(0.0, ag - params_.dp_overlap_fraction * ws.fwd_s) +
+                            std::max(0.0, ag + rs - params_.dp_overlap_fraction * ws.bwd_s));
+      return {total, exposed};
+    }
+    if (p.zero >= 1) {
+      double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
+      double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
+      return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - params_.dp_overlap_fraction * ws.fwd_s)};
+    }
+    double ar = coll.Time(Collective::kAllReduce, grad_bytes, g);
+    return {ar, std::max(0.0, ar - overlap_window)};
+  };
+  auto [d_total, d_exposed] = sync(dense_params, p.dp);
+  auto [e_total, e_exposed] = sync(expert_params, p.dp / p.ep);
+  dp_total = d_total + e_total;
+  dp_exposed = d_exposed + e_exposed;
+
+  // Optimizer: Adam reads/writes master weights, m, v, gradients (and writes
+  // the low-precision copy) for the local shard.
+  double shard_dense = p.zero >= 1 ? dense_params / p.dp : dense_params;
+  double shard_expert = p.zero >= 1 ? expert_params / std::max(1, p.dp / p.ep) : expert_params;
+  double opt_bytes_per_param = (sb.optimizer + sb.gradients) * 2 + sb.weights;
+  double optimizer = cm.Elementwise((shard_dense + shard_expert) * opt_bytes_per_param, 4);
+
+  Estimate est;
+  est.plan = p;
+  auto& b = est.breakdown;
+  b.compute_s = M * (ws.fwd_s + ws.bwd_s + ws.recompute_s);
+  b.recompute_s = M * ws.recompute_s;
+  b.tp_comm_s = M * (ws.tp_fwd_s + ws.tp_bwd_s);
+  b.ep_comm_s = M * ws.ep_s;
+  b.pp_p2p_s = M * p2p;
+  b.pp_bubble_s = bubble;
+  b.dp_comm_s = dp_total;
+  b.dp_comm_exposed_s = dp_exposed;
+  b.dp_comm_overlapped_s = dp_total - dp_exposed;
+  b.optimizer_s = optimizer;
+  b.overhead_s = params_.iteration_overhead_s;
+  est.iteration_time_s = pipe + dp_exposed + optimizer + params_.iteration_overhead_s;
+
+  const double T = est.iteration_time_s;
+  est.samples_per_s = req.global_batch / T;
+  est.tokens_per_s = est.samples_per_s * m.TokensPerSample();
+  est.tokens_per_s_per_gpu = est.tokens_per_s / req.gpus;
+  double model_flops = ModelFlopsPerSample(m) * req.global_batch;
+  est.model_tflops_per_gpu = model_flops / T / req.gpus / 1e12;
+  double hw_flops_per_gpu = 0;
+  for (const auto& st : stages) hw_flops_per_gpu = std::max(hw_flops_per_gpu, st.hw_flops);
+  est.hardware_tflops_per_gpu = hw_flops_per_gpu * M / T / 1e12;
+  est.mfu = est.model_tflops_per_gpu * 1e12 / cm.PeakFlops();
+
+  // Memory of the busiest stage (the one holding the most state +
+  // activations).
+  MemoryBreakdown best;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const LayerCost& st = stages[i];
+    double st_expert = expert_params;
+    double st_dense = std::max(0.0, st.params - st_expert);
+    double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
+    MemoryBreakdown mem;
+    mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
+    if (p.zero == 3) {  // two layers gathered at a time
+      double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);
+      mem.weights_gib += 2 * per_layer * sb.weights / kGiB;
+    }
+    mem.gradients_gib = (p.zero >= 2 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.gradients / kGiB;
+    mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
+    // The first stage holds the most micro-batches in flight; later stages
+    // fewer (p - i under 1F1B).
+    int stage_index = (m.kind == ModelKind::kCnn) ? static_cast<int>(i)
+                      : (i == 0 ? 0 : (i == 1 && p.pp > 2 ? 1 : p.pp - 1));
+    double in_flight = InFlightMicroBatches(p.pp - stage_index, p.num_micro_batches, p.virtual_stages);
+    mem.in_flight_micro_batches = in_flight;
+    mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
+    mem.overhead_gib = params_.memory_overhead_gib;
+    mem.total_gib = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib + mem.overhead_gib;
+    if (mem.total_gib > best.total_gib) best = mem;
+  }
+  best.capacity_gib = topo.gpu->memory_gib;
+  est.memory = best;
+  est.memory_gib_per_gpu = best.total_gib;
+  est.fits = best.total_gib <= topo.gpu->memory_gib;
+  if (!est.fits) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, "
+                  "activations %.1f, overhead %.1f) but %s has %.0f GiB",
+                  best.total_gib, best.weights_gib, best.gradients_gib, best.optimizer_gib,
+                  best.activations_gib, best.overhead_gib, topo.gpu->name.c_str(), topo.gpu->memory_gib);
+    est.reason = buf;
+  }
+  return est;
+}
+
+}  // namespace tessel

@@ -1,0 +1,94 @@
+// The performance estimator: for a model, a global batch, a topology and a
+// parallelism plan, predicts iteration time, throughput, memory per GPU and
+// whether it fits, with a breakdown of where the time goes.
+//
+// Iteration time (Arena's AP-tailored form, SYSTEM.md idea 1): with stage
+// times S_i = F_i + B_i per micro-batch (compute + tensor-parallel and
+// expert all-to-all communication + pipeline transfers), M micro-batches and
+// v interleaved chunks,
+//   T = M * max_i S_i + (p - 1) * mean_i S_i / v          (1F1B pipeline)
+//     + exposed data-parallel sync + optimizer step + fixed overhead.
+// Thread-safe: an Estimator is immutable after construction.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "hardware/node.h"
+#include "model/model.h"
+#include "perf/params.h"
+#include "perf/parallel_plan.h"
+
+namespace tessel {
+
+struct EstimateRequest {
+  const ModelSpec* model = nullptr;
+  Topology topology;
+  int gpus = 1;
+  int global_batch = 1;
+  ParallelPlan plan;
+};
+
+// Seconds per iteration on the slowest stage, by cause.
+struct TimeBreakdown {
+  double compute_s = 0;         // forward + backward kernels (incl. recompute)
+  double recompute_s = 0;       // of which: recomputed forward passes
+  double tp_comm_s = 0;         // tensor/sequence-parallel collectives
+  double ep_comm_s = 0;         // MoE all-to-all
+  double pp_p2p_s = 0;          // pipeline sends/receives
+  double pp_bubble_s = 0;       // pipeline fill and drain
+  double dp_comm_s = 0;         // gradient sync / ZeRO gathers, total
+  double dp_comm_overlapped_s = 0;
+  double dp_comm_exposed_s = 0;
+  double optimizer_s = 0;
+  double overhead_s = 0;        // fixed per-iteration overhead
+};
+
+struct MemoryBreakdown {
+  double weights_gib = 0;
+  double gradients_gib = 0;
+  double optimizer_gib = 0;
+  double activations_gib = 0;
+  double in_flight_micro_batches = 0;
+  double overhead_gib = 0;
+  double total_gib = 0;
+  double capacity_gib = 0;
+};
+
+struct Estimate {
+  double iteration_time_s = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;     // model FLOPs (no recompute) / time / GPUs
+  double hardware_tflops_per_gpu = 0;  // including recomputation
+  double mfu = 0;                      // model FLOP/s / dense peak
+  double memory_gib_per_gpu = 0;
+  bool fits = true;
+  std::string reason;  // why it does not fit; empty when it fits
+  TimeBreakdown breakdown;
+  MemoryBreakdown memory;
+  ParallelPlan plan;
+};
+
+// Checks a plan against the model, GPU count and batch. InvalidArgument
+// names the rule broken ("d*t*p = 2*4*2 = 16 != --gpus 8").
+Status ValidatePlan(const EstimateRequest& req);
+
+class Estimator {
+ public:
+  explicit Estimator(const PerfParams& params = DefaultPerfParams()) : params_(params) {}
+
+  // Validates, then estimates. Not fitting in memory is a normal result
+  // (fits = false, reason set), not an error.
+  Result<Estimate> Run(const EstimateRequest& req) const;
+  // Estimates a plan already known to be valid (the planner's hot path).
+  Estimate RunUnchecked(const EstimateRequest& req) const;
+
+  const PerfParams& params() const { return params_; }
+
+ private:
+  const PerfParams& params_;
+};
+
+}  // namespace tessel

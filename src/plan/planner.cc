@@ -1,0 +1,177 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace tessel {
+
+Result<SearchMode> ParseSearchMode(std::string_view s) {
+  if (s == "full") return SearchMode::kFull;
+  if (s == "grid") return SearchMode::kGrid;
+  return InvalidArgument("--search: unknown mode '" + std::string(s) + "'; known: full, grid");
+}
+
+namespace {
+
+std::vector<int> Divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+// Higher throughput first; then fewer pipeline stages, smaller t, larger
+// micro-batch, less recompute, less sharding: a total, deterministic order.
+bool Better(const Estimate& a, const Estimate& b) {
+  if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
+  const ParallelPlan &x = a.plan, &y = b.plan;
+  if (x.pp != y.pp) return x.pp < y.pp;
+  if (x.tp != y.tp) return x.tp < y.tp;
+  if (x.micro_batch != y.micro_batch) return x.micro_batch > y.micro_batch;
+  if (x.virtual_stages != y.virtual_stages) return x.virtual_stages < y.virtual_stages;
+  if (x.recompute != y.recompute) return x.recompute < y.recompute;
+  if (x.zero != y.zero) return x.zero < y.zero;
+  return x.ep < y.ep;
+}
+
+}  // namespace
+
+Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& req) {
+  auto start = std::chrono::steady_clock::now();
+  const ModelSpec& m = *req.model;
+  const Topology& topo = req.topology;
+  if (req.gpus <= 0) return InvalidArgument("--gpus: expected a positive integer");
+  if (req.global_batch < 0 || (req.global_batch == 0 && req.micro_batch == 0))
+    return InvalidArgument("--global-batch: expected a positive integer");
+  if (req.top_k <= 0) return InvalidArgument("--top: expected a positive integer");
+  if (topo.gpu->PeakTflops(req.precision) <= 0) {
+    return InvalidArgument(std::string("--precision ") + PrecisionName(req.precision) +
+                           ": not supported by " + topo.gpu->name);
+  }
+  if (req.mode == SearchMode::kGrid && req.pp <= 0)
+    return InvalidArgument("--search grid: needs --pp P (the grid's number of pipeline stages)");
+  if (req.pp < 0 || req.pp > req.gpus || (req.pp > 0 && req.gpus % req.pp != 0)) {
+    return InvalidArgument("--pp " + std::to_string(req.pp) + ": must divide --gpus " +
+                           std::to_string(req.gpus));
+  }
+  if (req.pp > m.NumLayers()) {
+    return InvalidArgument("--pp " + std::to_string(req.pp) + ": more stages than the model's " +
+                           std::to_string(m.NumLayers()) + " layers");
+  }
+  const bool grid = req.mode == SearchMode::kGrid;
+  const bool transformer = m.kind == ModelKind::kTransformer;
+  const int layers = m.NumLayers();
+
+  PlanResult result;
+  std::vector<Estimate> fitting;
+  double least_memory = 1e300;
+  std::string least_memory_reason;
+  EstimateRequest er;
+  er.model = req.model;
+  er.topology = topo;
+  er.gpus = req.gpus;
+  er.global_batch = req.global_batch;
+
+  std::vector<int> pps;
+  if (req.pp > 0) pps = {req.pp};
+  else
+    for (int p : Divisors(req.gpus))
+      if (p <= layers) pps.push_back(p);
+  std::vector<Recompute> recomputes = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  if (req.recompute) recomputes = {*req.recompute};
+
+  for (int p : pps) {
+    for (int t : Divisors(req.gpus / p)) {
+      if (t > topo.gpus_per_node) break;
+      if (req.tp > 0 && t != req.tp) continue;
+      if (transformer && m.tf.heads % t != 0) continue;
+      int d = req.gpus / (t * p);
+      if (req.dp > 0 && d != req.dp) continue;
+      int global_batch = req.global_batch;
+      if (global_batch == 0) global_batch = req.micro_batch * std::max(1, req.num_micro_batches) * d;
+      if (global_batch % d != 0) continue;
+      int per_replica = global_batch / d;
+      std::vector<int> eps = {1};
+      if (transformer && m.tf.IsMoe()) {
+        eps.clear();
+        int g = std::gcd(d, m.tf.experts);
+        for (int e = 1; e <= g; e *= 2)
+          if (g % e == 0) eps.push_back(e);
+        if (grid) eps = {eps.back()};  // the widest expert parallelism the grid allows
+      }
+      for (int mb : Divisors(per_replica)) {
+        if (req.micro_batch > 0 && mb != req.micro_batch) continue;
+        int M = per_replica / mb;
+        if (req.micro_batch == 0 && req.num_micro_batches > 0 && M != req.num_micro_batches) continue;
+        std::vector<int> vs = {1};
+        if (p > 1 && M % p == 0) {
+          for (int v = 2; v <= layers / p && v <= 8; ++v)
+            if (layers % (p * v) == 0) vs.push_back(v);
+          if (grid && vs.size() > 2) vs.resize(2);
+        }
+        if (req.virtual_stages > 0) {
+          if (std::find(vs.begin(), vs.end(), req.virtual_stages) == vs.end()) continue;
+          vs = {req.virtual_stages};
+        }
+        for (int v : vs) {
+          for (Recompute rc : recomputes) {
+            int max_zero = std::min(req.max_zero, grid ? 1 : (p == 1 ? 3 : 1));
+            for (int z = 0; z <= max_zero; ++z) {
+              if (z >= 1 && d == 1) break;
+              for (int ep : eps) {
+                ParallelPlan plan;
+                plan.dp = d;
+                plan.tp = t;
+                plan.pp = p;
+                plan.micro_batch = mb;
+                plan.num_micro_batches = M;
+                plan.virtual_stages = v;
+                plan.recompute = rc;
+                plan.zero = z;
+                plan.ep = ep;
+                plan.precision = req.precision;
+                er.plan = plan;
+                er.global_batch = global_batch;
+                ++result.candidates_evaluated;
+                Estimate e = estimator.RunUnchecked(er);
+                if (e.fits) {
+                  fitting.push_back(std::move(e));
+                } else if (e.memory_gib_per_gpu < least_memory) {
+                  least_memory = e.memory_gib_per_gpu;
+                  least_memory_reason = "the leanest plan tried (" + plan.ToString() + ") " + e.reason;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::sort(fitting.begin(), fitting.end(), Better);
+  if (grid) {
+    // Pareto set over (throughput up, memory down), best throughput first.
+    std::vector<Estimate> pareto;
+    double min_mem = 1e300;
+    for (auto& e : fitting) {
+      if (e.memory_gib_per_gpu < min_mem - 1e-9) {
+        min_mem = e.memory_gib_per_gpu;
+        pareto.push_back(e);
+      }
+    }
+    fitting = std::move(pareto);
+  }
+  if (static_cast<int>(fitting.size()) > req.top_k) fitting.resize(req.top_k);
+  result.plans = std::move(fitting);
+  if (result.plans.empty()) {
+    result.reason = result.candidates_evaluated == 0
+                        ? "no valid plan: no (t, p, d) divides the GPU count, heads and global batch"
+                        : "no plan fits in memory: " + least_memory_reason;
+  }
+  result.search_time_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace tessel
