@@ -36,8 +36,10 @@ ErrorStats Stats(const std::string& group, const std::vector<const CaseResult*>&
   return s;
 }
 
-PlanRequest RequestFor(const ReferenceCase& c) {
+PlanRequest RequestFor(const ReferenceCase& c, const PerfParams& params) {
   PlanRequest req;
+  auto fw = params.FindFramework(c.source == "alpa" ? "alpa" : "megatron");
+  req.framework = fw.ok() ? *fw : nullptr;
   req.model = &c.model;
   req.topology = c.topology;
   req.gpus = c.gpus;
@@ -90,7 +92,7 @@ AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estim
     CaseResult r;
     r.ref = &c;
     r.measured_s = c.measured_iteration_s;
-    auto plans = SearchPlans(estimator, RequestFor(c));
+    auto plans = SearchPlans(estimator, RequestFor(c, estimator.params()));
     if (!plans.ok()) {
       r.reason = plans.status().message();
     } else if (plans->plans.empty()) {
@@ -119,29 +121,77 @@ AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estim
   return rep;
 }
 
+namespace {
+
+// Median predicted/measured time ratio of the cases on `gpu` from tuned
+// stacks (alpa = false) or from Alpa (alpa = true).
+double MedianRatio(const AccuracyReport& rep, const std::string& gpu, bool alpa) {
+  std::vector<double> ratios;
+  for (const auto& r : rep.results)
+    if (r.predicted && r.ref->topology.gpu->name == gpu && (r.ref->source == "alpa") == alpa)
+      ratios.push_back(r.predicted_s / r.measured_s);
+  return ratios.empty() ? 0.0 : Quantile(ratios, 0.5);
+}
+
+GpuEfficiency* Find(std::vector<GpuEfficiency>& v, const std::string& gpu) {
+  for (auto& e : v)
+    if (e.gpu == gpu) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
 PerfParams FitGemmEfficiency(const ReferenceSet& refs, const PerfParams& start, int iterations) {
   PerfParams p = start;
-  std::vector<std::string> gpus;
-  for (const auto& c : refs.cases)
-    if (std::find(gpus.begin(), gpus.end(), c.topology.gpu->name) == gpus.end()) gpus.push_back(c.topology.gpu->name);
-  std::sort(gpus.begin(), gpus.end());
-  for (const auto& g : gpus) {
-    bool present = false;
-    for (const auto& e : p.gpus) present |= e.gpu == g;
-    if (!present) p.gpus.push_back({g, p.fallback.gemm, p.fallback.memory});
+  // GPU types measured by well-tuned stacks (Megatron, NVIDIA reference
+  // code) define the hardware's efficiency. Alpa's runs fit Alpa's own
+  // efficiency per GPU type; the median of Alpa/tuned over the types both
+  // measured is Alpa's kernel factor, which also gives the hardware
+  // efficiency of types only Alpa measured.
+  std::vector<std::string> tuned, alpa;
+  for (const auto& c : refs.cases) {
+    const std::string& g = c.topology.gpu->name;
+    auto& list = c.source == "alpa" ? alpa : tuned;
+    if (std::find(list.begin(), list.end(), g) == list.end()) list.push_back(g);
   }
+  std::sort(tuned.begin(), tuned.end());
+  std::sort(alpa.begin(), alpa.end());
+  FrameworkProfile* fw = nullptr;
+  for (auto& f : p.frameworks)
+    if (f.name == "alpa") fw = &f;
+  for (const auto& g : tuned)
+    if (!Find(p.gpus, g)) p.gpus.push_back({g, p.fallback.gemm, p.fallback.memory});
+  if (fw != nullptr)
+    for (const auto& g : alpa)
+      if (!Find(fw->measured, g)) fw->measured.push_back({g, p.fallback.gemm * fw->kernel_efficiency, p.fallback.memory});
   for (int it = 0; it < iterations; ++it) {
     Estimator est(p);
     AccuracyReport rep = EvaluateAccuracy(refs, est);
-    for (auto& e : p.gpus) {
-      std::vector<double> ratios;
-      for (const auto& r : rep.results)
-        if (r.predicted && r.ref->topology.gpu->name == e.gpu) ratios.push_back(r.predicted_s / r.measured_s);
-      if (ratios.empty()) continue;
-      double ratio = Quantile(ratios, 0.5);
-      e.gemm = std::clamp(e.gemm * ratio, 0.05, 0.95);
+    for (const auto& g : tuned) {
+      double r = MedianRatio(rep, g, false);
+      if (r > 0) Find(p.gpus, g)->gemm = std::clamp(Find(p.gpus, g)->gemm * r, 0.05, 0.95);
     }
+    if (fw != nullptr)
+      for (const auto& g : alpa) {
+        double r = MedianRatio(rep, g, true);
+        if (r > 0) Find(fw->measured, g)->gemm = std::clamp(Find(fw->measured, g)->gemm * r, 0.02, 0.95);
+      }
   }
+  if (fw != nullptr) {
+    std::vector<double> factors;
+    for (const auto& g : alpa)
+      if (std::find(tuned.begin(), tuned.end(), g) != tuned.end())
+        factors.push_back(Find(fw->measured, g)->gemm / Find(p.gpus, g)->gemm);
+    if (!factors.empty()) fw->kernel_efficiency = Quantile(factors, 0.5);
+    for (const auto& g : alpa) {
+      if (std::find(tuned.begin(), tuned.end(), g) != tuned.end()) continue;
+      double hw = std::min(0.95, Find(fw->measured, g)->gemm / fw->kernel_efficiency);
+      if (GpuEfficiency* e = Find(p.gpus, g)) e->gemm = hw;
+      else p.gpus.push_back({g, hw, p.fallback.memory});
+    }
+    std::sort(fw->measured.begin(), fw->measured.end(), [](const auto& a, const auto& b) { return a.gpu < b.gpu; });
+  }
+  std::sort(p.gpus.begin(), p.gpus.end(), [](const auto& a, const auto& b) { return a.gpu < b.gpu; });
   return p;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/csv.h"
 #include "core/strings.h"
+#include "hardware/node.h"
 
 namespace tessel {
 
@@ -159,11 +160,9 @@ Topology MeshTopology(const CommCurve& c, double network_gbps) {
   Topology t;
   t.gpu = *FindGpu(c.gpu);
   t.gpus_per_node = c.gpus_per_host;
-  // The Arena testbed: A100s on NVSwitch-class NVLink, V100s on NVLink,
-  // A40s and A10s on PCIe (their measured bandwidth says so: no bridges).
-  if (t.gpu->arch == "volta") t.intra = LinkKind::kNvlinkMesh;
-  else if (t.gpu->nvlink_gbs > 0 && t.gpu->link == LinkKind::kNvswitch) t.intra = LinkKind::kNvswitch;
-  else t.intra = LinkKind::kPcie;
+  // The Arena testbed's node types (hardware/node.cc says why).
+  auto node = FindNodeType("arena-" + Split(c.mesh, '_')[1]);
+  t.intra = node.ok() ? (*node)->intra : LinkKind::kPcie;
   t.network_gbps = network_gbps;
   return t;
 }
@@ -177,7 +176,6 @@ CommFitSummary SummarizeCommFit(std::vector<CommCurve>& curves, const PerfParams
     ++s.curves;
     if (c.op != "all-reduce" && c.op != "all-gather" && c.op != "reduce-scatter") continue;
     if (c.group_size < 2) continue;
-    const GpuSpec* g = *FindGpu(c.gpu);
     if (c.cross_node) {
       // The NIC carries one ring crossing per concurrent group.
       node_bw.push_back(c.bus_bw * c.concurrent);
@@ -190,7 +188,7 @@ CommFitSummary SummarizeCommFit(std::vector<CommCurve>& curves, const PerfParams
     if (t.intra == LinkKind::kPcie) {
       eff_pcie.push_back(eff);
       lat_pcie.push_back(c.step_latency_s);
-    } else if (g->arch == "volta") {
+    } else if (t.intra == LinkKind::kNvlinkMesh) {
       eff_nvlink.push_back(eff);
       lat_nv.push_back(c.step_latency_s);
     } else {

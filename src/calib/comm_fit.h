@@ -45,7 +45,7 @@ Result<std::vector<CommCurve>> LoadCommMeasurements(const std::string& dir);
 void FitCurve(CommCurve& c);
 
 struct CommFitSummary {
-  LinkFit pcie, nvlink, nvswitch;  // as fitted
+  LinkFit pcie, nvlink, nvswitch;  // as fitted (nvlink = point-to-point mesh)
   double network_node_gbps = 0;    // effective per-node network of the testbed, Gb/s
   double network_step_latency_us = 0;
   int curves = 0;

@@ -32,6 +32,16 @@ std::string CppSnippet(const PerfParams& p, const CommFitSummary& c) {
   link("nvswitch", c.nvswitch);
   s += "  // Arena testbed network, per node: " + FormatDouble(c.network_node_gbps, 4) + " Gb/s effective\n";
   s += "  p.network.step_latency_us = " + FormatDouble(c.network_step_latency_us, 4) + ";\n";
+  for (size_t i = 0; i < p.frameworks.size(); ++i) {
+    const auto& f = p.frameworks[i];
+    std::string fr = "  p.frameworks[" + std::to_string(i) + "]";
+    s += fr + ".kernel_efficiency = " + FormatDouble(f.kernel_efficiency, 4) + ";  // " + f.name + "\n";
+    if (f.measured.empty()) continue;
+    s += fr + ".measured = {\n";
+    for (const auto& g : f.measured)
+      s += "      {\"" + g.gpu + "\", " + FormatDouble(g.gemm, 4) + ", " + FormatDouble(g.memory, 4) + "},\n";
+    s += "  };\n";
+  }
   s += "  // END GENERATED\n";
   return s;
 }
@@ -70,8 +80,8 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
     CommFitSummary comm = SummarizeCommFit(*curves, params);
     TextTable lt({"link class", "bus bw efficiency", "step latency us"});
     lt.AddRow({"pcie", FormatDouble(comm.pcie.efficiency, 3), FormatDouble(comm.pcie.step_latency_us, 3)});
-    lt.AddRow({"nvlink (V100)", FormatDouble(comm.nvlink.efficiency, 3), FormatDouble(comm.nvlink.step_latency_us, 3)});
-    lt.AddRow({"nvswitch (A100)", FormatDouble(comm.nvswitch.efficiency, 3), FormatDouble(comm.nvswitch.step_latency_us, 3)});
+    lt.AddRow({"nvlink mesh (Arena A100)", FormatDouble(comm.nvlink.efficiency, 3), FormatDouble(comm.nvlink.step_latency_us, 3)});
+    lt.AddRow({"nvswitch (Arena V100)", FormatDouble(comm.nvswitch.efficiency, 3), FormatDouble(comm.nvswitch.step_latency_us, 3)});
     lt.AddRow({"network (Arena testbed)", FormatDouble(comm.network_node_gbps, 3) + " Gb/s/node",
                FormatDouble(comm.network_step_latency_us, 3)});
     io.out << "Collective fits from " << comm.curves << " measured curves (" << files.comm_dir << "):\n"
@@ -93,6 +103,13 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
     for (const auto& g : fitted.gpus)
       gt.AddRow({g.gpu, FormatDouble(g.gemm, 4), FormatDouble(g.memory, 4)});
     io.out << "GEMM efficiency per GPU type (fraction of dense peak):\n" << gt.Render() << "\n";
+    for (const auto& fw : fitted.frameworks) {
+      if (fw.measured.empty()) continue;
+      TextTable ft({"gpu", "gemm efficiency"});
+      for (const auto& g : fw.measured) ft.AddRow({g.gpu, FormatDouble(g.gemm, 4)});
+      io.out << "Framework '" << fw.name << "': kernel factor " << FormatDouble(fw.kernel_efficiency, 4)
+             << " elsewhere; measured on:\n" << ft.Render() << "\n";
+    }
     Estimator est(fitted);
     io.out << RenderAccuracy(EvaluateAccuracy(*refs, est), false);
     if (!f->out.empty()) {

@@ -18,7 +18,7 @@ struct EstimateFlags {
   ParamsFlag params;
   int gpus = 0, global_batch = 0, tp = 1, pp = 1, dp = 0, micro_batch = 0, virtual_stages = 1,
       zero = 0, ep = 1;
-  std::string recompute = "none", precision;
+  std::string recompute = "none", precision, framework;
   bool json = false;
 };
 
@@ -77,6 +77,7 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
   app.add_option("--precision", f->precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
   app.add_option("--virtual-stages", f->virtual_stages, "Interleaved 1F1B chunks per stage (v)")->default_str("1");
   app.add_option("--ep", f->ep, "Expert-parallel degree for MoE (divides d)")->default_str("1");
+  app.add_option("--framework", f->framework, "Training framework profile: megatron (default), alpa");
   app.add_flag("--json", f->json, "Print one JSON object");
   return [io, f]() -> int {
     auto fail = [&](const Status& s) {
@@ -119,6 +120,13 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
     req.gpus = f->gpus;
     req.global_batch = f->global_batch;
     req.plan = plan;
+    const FrameworkProfile* fw = nullptr;
+    if (!f->framework.empty()) {
+      auto r = (*params)->FindFramework(f->framework);
+      if (!r.ok()) return fail(InvalidArgument("--framework: " + r.status().message()));
+      fw = *r;
+    }
+    req.framework = fw;
     Estimator est(**params);
     auto e = est.Run(req);
     if (!e.ok()) return fail(e.status());

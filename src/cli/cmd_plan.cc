@@ -17,7 +17,7 @@ struct PlanFlags {
   TopologyFlags topo;
   ParamsFlag params;
   int gpus = 0, global_batch = 0, pp = 0, top = 0;
-  std::string search = "full", precision;
+  std::string search = "full", precision, framework;
   bool json = false;
 };
 }  // namespace
@@ -40,6 +40,7 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
   app.add_option("--pp", f->pp, "Pipeline stages (required for grid; fixes p for full)");
   app.add_option("--top", f->top, "Plans to print (default 5; grid: Pareto set of at most 32)");
   app.add_option("--precision", f->precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
+  app.add_option("--framework", f->framework, "Training framework profile: megatron (default), alpa");
   app.add_flag("--json", f->json, "Print {\"plans\": [...], \"candidates_evaluated\", \"search_time_ms\"}");
   return [io, f]() -> int {
     auto fail = [&](const Status& s) {
@@ -69,6 +70,13 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
       if (!p.ok()) return fail(InvalidArgument("--precision: " + p.status().message()));
       req.precision = *p;
     }
+    const FrameworkProfile* fw = nullptr;
+    if (!f->framework.empty()) {
+      auto r = (*params)->FindFramework(f->framework);
+      if (!r.ok()) return fail(InvalidArgument("--framework: " + r.status().message()));
+      fw = *r;
+    }
+    req.framework = fw;
     Estimator est(**params);
     auto r = SearchPlans(est, req);
     if (!r.ok()) return fail(r.status());

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 
 #include "core/csv.h"
 
@@ -75,6 +76,15 @@ Result<const PerfParams*> ParamsFlag::Resolve() const {
 std::string DataDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("TESSEL_DATA"); env && *env) return env;
+  namespace fs = std::filesystem;
+  if (fs::is_directory("../shared/data")) return "../shared/data";
+  // Next to the checkout: <repo>/build/tessel -> <repo>/../shared/data.
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path candidate = exe.parent_path().parent_path().parent_path() / "shared" / "data";
+    if (fs::is_directory(candidate)) return candidate.string();
+  }
   return "../shared/data";
 }
 

@@ -42,7 +42,8 @@ struct ParamsFlag {
 };
 
 // Where the shared data folder is: --data, else $TESSEL_DATA, else
-// ../shared/data.
+// ../shared/data from the working directory, else ../shared/data beside the
+// checkout the binary was built in.
 std::string DataDir(const std::string& flag);
 
 }  // namespace tessel

@@ -14,6 +14,8 @@ namespace tessel {
 
 namespace {
 
+constexpr double kArenaNetworkGbps = 28.5;
+
 std::vector<NodeType> BuildNodes() {
   return {
       {"dgx-1-v100", "v100-32g", 8, LinkKind::kNvlinkMesh, 400,
@@ -54,14 +56,19 @@ std::vector<NodeType> BuildNodes() {
        "common PCIe server"},
       {"t4-8", "t4", 8, LinkKind::kPcie, 100, "PCIe server: 8 x T4, 100 Gb/s",
        "common PCIe server"},
-      {"arena-a100", "a100-40g", 4, LinkKind::kNvswitch, 100,
-       "Arena artifact node: 4 x A100 40GB, 100 Gb/s InfiniBand", "Arena sim_cluster_spec"},
-      {"arena-v100", "v100-32g", 16, LinkKind::kNvlinkMesh, 100,
-       "Arena artifact node: 16 x V100 32GB, 100 Gb/s", "Arena sim_cluster_spec"},
-      {"arena-a40", "a40", 2, LinkKind::kPcie, 100,
-       "Arena artifact node: 2 x A40, 100 Gb/s InfiniBand", "Arena sim_cluster_spec"},
-      {"arena-a10", "a10", 2, LinkKind::kPcie, 100, "Arena artifact node: 2 x A10, 100 Gb/s",
-       "Arena sim_cluster_spec"},
+      // Arena testbed: the per-node network is what `tessel calibrate` fits
+      // from the cross-node NCCL measurements (arena/comm). Measured
+      // bandwidths say the A100s sit on a 4-GPU NVLink mesh (HGX A100 4-GPU:
+      // 2-GPU groups get a third of 4-GPU ones) and the 16 V100s on NVSwitch
+      // (flat bandwidth from 2 to 16 GPUs, as in a DGX-2).
+      {"arena-a100", "a100-40g", 4, LinkKind::kNvlinkMesh, kArenaNetworkGbps,
+       "Arena artifact node: 4 x A100 40GB", "Arena sim_cluster_spec; network fitted from arena/comm"},
+      {"arena-v100", "v100-32g", 16, LinkKind::kNvswitch, kArenaNetworkGbps,
+       "Arena artifact node: 16 x V100 32GB", "Arena sim_cluster_spec; network fitted from arena/comm"},
+      {"arena-a40", "a40", 2, LinkKind::kPcie, kArenaNetworkGbps,
+       "Arena artifact node: 2 x A40", "Arena sim_cluster_spec; network fitted from arena/comm"},
+      {"arena-a10", "a10", 2, LinkKind::kPcie, kArenaNetworkGbps, "Arena artifact node: 2 x A10",
+       "Arena sim_cluster_spec; network fitted from arena/comm"},
   };
 }
 
@@ -108,8 +115,15 @@ const NodeType& DefaultNodeFor(const GpuSpec& gpu) {
 double Topology::IntraNodeGbs(int group_size) const {
   switch (intra) {
     case LinkKind::kNvswitch:
-    case LinkKind::kNvlinkMesh:
       return gpu->nvlink_gbs > 0 ? gpu->nvlink_gbs : gpu->PcieGbs();
+    case LinkKind::kNvlinkMesh: {
+      // Point-to-point links: a GPU's NVLinks are spread over its peers, so
+      // a group uses the share that reaches its members.
+      if (gpu->nvlink_gbs <= 0) return gpu->PcieGbs();
+      int peers = std::max(1, gpus_per_node - 1);
+      double share = static_cast<double>(std::min(group_size - 1, peers)) / peers;
+      return std::max(gpu->PcieGbs(), gpu->nvlink_gbs * share);
+    }
     case LinkKind::kNvlinkBridge:
       if (group_size <= 2 && gpu->nvlink_gbs > 0) return gpu->nvlink_gbs;
       return gpu->PcieGbs();

@@ -4,10 +4,12 @@
 
 namespace tessel {
 
-ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params) {
+ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
+                           const FrameworkProfile& framework) {
   const GpuEfficiency& e = params.ForGpu(gpu.name);
   peak_ = gpu.PeakTflops(precision) * 1e12;
-  gemm_eff_ = e.gemm;
+  const GpuEfficiency* own = framework.MeasuredOn(gpu.name);
+  gemm_eff_ = own ? own->gemm : std::min(0.98, e.gemm * framework.kernel_efficiency);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * e.memory;
   elem_bytes_ = ActivationBytes(precision);
   overhead_s_ = params.kernel_overhead_s;
@@ -20,7 +22,7 @@ double ComputeModel::Gemm(double m, double n, double k, double count) const {
   double flops = 2.0 * m * n * k;
   double t_compute = flops / (peak_ * gemm_eff_ * U(m) * U(n) * U(k));
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
-  return count * (std::max(t_compute, t_memory) + overhead_s_);
+  return count * std::max(t_compute, t_memory) + overhead_s_;
 }
 
 double ComputeModel::FusedAttentionForward(double batch_heads, double seq, double head_dim,

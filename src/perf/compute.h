@@ -13,9 +13,11 @@ namespace tessel {
 
 class ComputeModel {
  public:
-  ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params);
+  ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
+               const FrameworkProfile& framework);
 
-  // Seconds for `count` GEMMs of (m x k) @ (k x n).
+  // Seconds for `count` GEMMs of (m x k) @ (k x n), launched as one
+  // batched/grouped kernel.
   double Gemm(double m, double n, double k, double count = 1) const;
   // Seconds for fused attention (FlashAttention-style) forward over
   // `batch_heads` heads of s x s scores with head dim d; `causal` halves work.

@@ -51,6 +51,7 @@ struct Ctx {
   const CollectiveModel& coll;
   const PerfParams& params;
   int gpn;  // GPUs per node actually used by this job
+  bool framework_fused_attention;
 };
 
 GroupShape TpGroup(const Ctx& c) {
@@ -75,7 +76,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   const double h = s.hidden, f = s.ffn_hidden, dh = s.HeadDim();
   const double kv = static_cast<double>(s.kv_heads) * dh;
   const double heads_local = s.heads / t;
-  const bool fused = c.topo.gpu->HasFusedAttention() && e == 2.0;
+  const bool fused = c.framework_fused_attention && c.topo.gpu->HasFusedAttention() && e == 2.0;
   const double ffn_mats = s.gated_ffn ? 3.0 : 2.0;
   LayerCost lc;
 
@@ -211,7 +212,7 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
     lc.fwd_s += gemm + ew;
     lc.bwd_s += 2 * gemm + 2 * ew;
     lc.params += op.Params() / t;
-    lc.act_bytes += m * n * e * (op.batch_norm ? 3.0 : 1.0);  // conv out, BN out, ReLU mask
+    lc.act_bytes += m * n * e * (op.batch_norm ? 2.0 : 1.0);  // conv out, BN out (ReLU in place)
     out_bytes = m * op.cout * e;
     flops += 2.0 * m * n * k;
   }
@@ -336,9 +337,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
   const Topology& topo = req.topology;
-  ComputeModel cm(*topo.gpu, p.precision, params_);
+  const FrameworkProfile& fw = req.framework ? *req.framework : params_.frameworks.front();
+  ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
-  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus)};
+  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw.fused_attention};
 
   // Stage costs: first, middle (the busiest of them) and last.
   std::vector<LayerCost> stages;

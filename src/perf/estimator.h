@@ -27,6 +27,8 @@ struct EstimateRequest {
   int gpus = 1;
   int global_batch = 1;
   ParallelPlan plan;
+  // The training framework; nullptr = the parameters' default (first).
+  const FrameworkProfile* framework = nullptr;
 };
 
 // Seconds per iteration on the slowest stage, by cause.

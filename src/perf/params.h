@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -20,6 +21,25 @@ struct GpuEfficiency {
   std::string gpu;          // catalog name
   double gemm = 0.6;        // large-GEMM fraction of dense peak FLOP/s
   double memory = 0.75;     // fraction of memory bandwidth elementwise kernels reach
+};
+
+// A training framework's kernels relative to the best-tuned stack
+// (Megatron-LM/Megatron-Core, NVIDIA's reference implementations), which
+// the per-GPU efficiencies describe. One factor per framework for all GPU
+// types and models.
+struct FrameworkProfile {
+  std::string name;
+  double kernel_efficiency = 1.0;  // multiplies GEMM and attention efficiency
+  bool fused_attention = true;     // FlashAttention-style kernels where the GPU has them
+  std::string note;
+  // Where this framework was measured on a GPU type, its own fitted GEMM
+  // efficiency there (replaces gpu efficiency x kernel_efficiency).
+  std::vector<GpuEfficiency> measured;
+  const GpuEfficiency* MeasuredOn(const std::string& gpu) const {
+    for (const auto& g : measured)
+      if (g.gpu == gpu) return &g;
+    return nullptr;
+  }
 };
 
 // One class of link as collectives see it.
@@ -40,6 +60,10 @@ struct PerfParams {
   double fused_attention_factor = 0.75;
   std::vector<GpuEfficiency> gpus;
   GpuEfficiency fallback;  // for GPU types without calibration data
+  // frameworks[0] is the default (Megatron-class kernels).
+  std::vector<FrameworkProfile> frameworks = {
+      {"megatron", 1.0, true, "Megatron-LM / Megatron-Core, NVIDIA reference stacks"},
+      {"alpa", 0.6, false, "Alpa on JAX/XLA: compiler-generated kernels, no fused attention"}};
 
   // --- communication ---
   LinkFit pcie{0.47, 8};
@@ -60,6 +84,8 @@ struct PerfParams {
 
   const GpuEfficiency& ForGpu(const std::string& gpu) const;
   const LinkFit& ForLink(LinkKind k) const;
+  // NotFound lists the known frameworks.
+  Result<const FrameworkProfile*> FindFramework(std::string_view name) const;
 };
 
 // The embedded defaults.

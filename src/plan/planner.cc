@@ -72,6 +72,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   er.topology = topo;
   er.gpus = req.gpus;
   er.global_batch = req.global_batch;
+  er.framework = req.framework;
 
   std::vector<int> pps;
   if (req.pp > 0) pps = {req.pp};

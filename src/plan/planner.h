@@ -42,6 +42,7 @@ struct PlanRequest {
   int virtual_stages = 0;
   std::optional<Recompute> recompute;
   int max_zero = 3;
+  const FrameworkProfile* framework = nullptr;  // nullptr = default
 };
 
 struct PlanResult {

@@ -1,0 +1,128 @@
+// The CLI contract: exact errors for bad input, JSON fields scripts rely on.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "cli/commands.h"
+
+namespace tessel {
+namespace {
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out RunTessel(std::vector<std::string> args) {
+  args.insert(args.begin(), "tessel");
+  std::ostringstream o, e;
+  int code = RunCli(args, o, e);
+  return {code, o.str(), e.str()};
+}
+
+TEST(Cli, HelpListsCommandsFromTheTable) {
+  Out r = RunTessel({"--help"});
+  EXPECT_EQ(r.code, 0);
+  for (const auto& c : Commands()) EXPECT_NE(r.out.find(c.name), std::string::npos) << c.name;
+  Out e = RunTessel({"estimate", "--help"});
+  EXPECT_EQ(e.code, 0);
+  EXPECT_NE(e.out.find("--virtual-stages"), std::string::npos);
+}
+
+TEST(Cli, EstimateJsonContract) {
+  Out r = RunTessel({"estimate", "--model", "gpt3-175b", "--gpu", "a100-80g", "--gpus", "64", "--global-batch", "64",
+               "--tp", "8", "--pp", "8", "--micro-batch", "1", "--recompute", "selective", "--virtual-stages", "3",
+               "--precision", "fp16", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"iteration_time_s", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu",
+                        "model_tflops_per_gpu", "mfu", "memory_gib_per_gpu", "fits", "reason", "breakdown", "plan"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"dp", "tp", "pp", "micro_batch", "num_micro_batches", "recompute", "zero", "precision"})
+    EXPECT_TRUE(j["plan"].contains(k)) << k;
+  EXPECT_EQ(j["plan"]["dp"], 1);
+  EXPECT_EQ(j["plan"]["num_micro_batches"], 64);
+  EXPECT_EQ(j["plan"]["recompute"], "selective");
+}
+
+TEST(Cli, PlanJsonContract) {
+  Out r = RunTessel({"plan", "--model", "llama2-7b", "--gpu", "h100-sxm", "--gpus", "16", "--global-batch", "128",
+               "--json", "--top", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j["plans"].is_array());
+  EXPECT_EQ(j["plans"].size(), 3u);
+  EXPECT_GT(j["candidates_evaluated"].get<int>(), 10);
+  EXPECT_TRUE(j.contains("search_time_ms"));
+  EXPECT_GE(j["plans"][0]["samples_per_s"].get<double>(), j["plans"][1]["samples_per_s"].get<double>());
+}
+
+struct BadInput {
+  const char* name;
+  std::vector<std::string> args;
+  const char* error;  // a substring of stderr
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, ExitsNonZeroWithClearMessage) {
+  const BadInput& c = GetParam();
+  Out r = RunTessel(c.args);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find(c.error), std::string::npos) << r.err;
+}
+
+const std::vector<std::string> kBase = {"--gpu", "a100-80g", "--gpus", "16", "--global-batch", "64"};
+
+std::vector<std::string> With(std::vector<std::string> head, const std::vector<std::string>& tail = kBase) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, CliBadInput,
+    ::testing::Values(
+        BadInput{"unknown_model", With({"estimate", "--model", "gpt-9", "--tp", "1", "--pp", "1"}),
+                 "error: unknown model 'gpt-9'"},
+        BadInput{"unknown_model_lists_known", With({"estimate", "--model", "gpt-9", "--tp", "1", "--pp", "1"}),
+                 "known: gpt-1.7b, gpt-3.6b"},
+        BadInput{"unknown_gpu",
+                 {"estimate", "--model", "gpt-1.7b", "--gpu", "a1000", "--gpus", "8", "--global-batch", "8", "--tp",
+                  "1", "--pp", "1"},
+                 "error: --gpu: unknown gpu 'a1000' (did you mean"},
+        BadInput{"dtp", With({"estimate", "--model", "gpt-1.7b", "--tp", "2", "--pp", "2", "--dp", "2"}),
+                 "error: d*t*p = 2*2*2 = 8 != --gpus 16"},
+        BadInput{"not_divisible", With({"estimate", "--model", "gpt-1.7b", "--tp", "3", "--pp", "1"}),
+                 "error: --gpus 16 is not divisible by t*p = 3"},
+        BadInput{"batch", {"estimate", "--model", "gpt-1.7b", "--gpu", "a100-80g", "--gpus", "16", "--global-batch",
+                           "60", "--tp", "1", "--pp", "1"},
+                 "error: --global-batch 60 is not divisible by d = 16"},
+        BadInput{"recompute", With({"estimate", "--model", "gpt-1.7b", "--tp", "1", "--pp", "1", "--recompute", "some"}),
+                 "error: --recompute: unknown mode 'some'; known: none, selective, full"},
+        BadInput{"precision", With({"estimate", "--model", "gpt-1.7b", "--tp", "1", "--pp", "1", "--precision", "fp4"}),
+                 "known: fp32, tf32, fp16, bf16, fp8"},
+        BadInput{"missing_flag", {"estimate", "--model", "gpt-1.7b"}, "--gpu is required"},
+        BadInput{"grid_without_pp", With({"plan", "--model", "gpt-1.7b", "--search", "grid"}),
+                 "error: --search grid: needs --pp P"},
+        BadInput{"search_mode", With({"plan", "--model", "gpt-1.7b", "--search", "random"}),
+                 "error: --search: unknown mode 'random'; known: full, grid"},
+        BadInput{"yaml_missing", With({"plan", "--model", "/nonexistent/m.yaml"}),
+                 "error: --model: cannot open '/nonexistent/m.yaml'"},
+        BadInput{"unknown_command", {"simulate"}, "commands: gpus nodes models estimate plan accuracy calibrate"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Cli, CatalogCommands) {
+  Out g = RunTessel({"gpus"});
+  EXPECT_EQ(g.code, 0);
+  EXPECT_NE(g.out.find("h200"), std::string::npos);
+  Out m = RunTessel({"models", "--json"});
+  ASSERT_EQ(m.code, 0);
+  auto j = nlohmann::json::parse(m.out);
+  EXPECT_GT(j.size(), 40u);
+  Out n = RunTessel({"nodes"});
+  EXPECT_NE(n.out.find("dgx-h100"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessel

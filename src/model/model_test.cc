@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "model/catalog.h"
+#include "model/model.h"
+
+namespace tessel {
+namespace {
+
+struct ParamCase {
+  const char* name;
+  double expected_params;
+  double tolerance;  // relative
+};
+
+class CatalogParams : public ::testing::TestWithParam<ParamCase> {};
+
+// Published parameter counts (model cards and papers).
+TEST_P(CatalogParams, MatchPublishedCount) {
+  const ParamCase& c = GetParam();
+  auto m = FindModel(c.name);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  double p = (*m)->Params();
+  EXPECT_NEAR(p / c.expected_params, 1.0, c.tolerance) << c.name << " has " << p;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Published, CatalogParams,
+    ::testing::Values(ParamCase{"gpt-1.7b", 1.7e9, 0.08}, ParamCase{"gpt-18.4b", 18.4e9, 0.03},
+                      ParamCase{"gpt-1t", 1008e9, 0.02}, ParamCase{"gpt3-175b", 175e9, 0.02},
+                      ParamCase{"gpt3-6.7b", 6.7e9, 0.04}, ParamCase{"llama2-7b", 6.74e9, 0.02},
+                      ParamCase{"llama2-70b", 69.0e9, 0.02}, ParamCase{"llama3-8b", 8.03e9, 0.02},
+                      ParamCase{"llama3-70b", 70.6e9, 0.02}, ParamCase{"llama3-405b", 405.9e9, 0.02},
+                      ParamCase{"bloom-176b", 176.2e9, 0.02}, ParamCase{"bert-large", 335e6, 0.03},
+                      ParamCase{"bert-base", 110e6, 0.03}, ParamCase{"bert__1.3B", 1.3e9, 0.10},
+                      ParamCase{"bert__39B", 39e9, 0.05}, ParamCase{"moe__690M", 690e6, 0.06},
+                      ParamCase{"moe__10B", 10e9, 0.10}, ParamCase{"resnet-50", 25.6e6, 0.03}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+TEST(Catalog, ArenaNamesInBothSpellings) {
+  EXPECT_EQ((*FindModel("bert__760M"))->name, "bert__760M");
+  EXPECT_EQ((*FindModel("bert_760M"))->name, "bert__760M");
+  EXPECT_EQ((*FindModel("WIDE_RESNET__1B"))->name, "wide_resnet__1B");
+  // Alpa's MoE: an MoE layer every other layer, FFN 8h, 16 experts, top-2.
+  const ModelSpec& moe = **FindModel("moe__690M");
+  EXPECT_EQ(moe.tf.MoeLayers(), 4);
+  EXPECT_EQ(moe.tf.ffn_hidden, 8 * 768);
+}
+
+TEST(Catalog, WideResnetGrowsWithItsName) {
+  double prev = 0;
+  for (const char* n : {"wide_resnet__500M", "wide_resnet__1B", "wide_resnet__2B", "wide_resnet__4B",
+                        "wide_resnet__6.8B", "wide_resnet__13B"}) {
+    double p = (*FindModel(n))->Params();
+    EXPECT_GT(p, prev) << n;
+    prev = p;
+  }
+}
+
+TEST(Catalog, UnknownModelListsKnownOnes) {
+  auto m = FindModel("gpt-5");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("unknown model 'gpt-5'"), std::string::npos);
+  EXPECT_NE(m.status().message().find("llama3-70b"), std::string::npos);
+}
+
+TEST(ResolveModel, CustomNeedsShape) {
+  ShapeFlags f;
+  f.layers = 24;
+  auto m = ResolveModel("custom", f);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "--model custom: needs --layers, --hidden, --heads and --seq-len (optional: --kv-heads "
+            "--ffn-hidden --vocab --experts --top-k)");
+  f.hidden = 1024;
+  f.heads = 16;
+  f.seq_len = 2048;
+  f.experts = 8;
+  auto ok = ResolveModel("custom", f);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->tf.ffn_hidden, 4096);
+  EXPECT_EQ(ok->tf.top_k, 2);
+}
+
+TEST(ResolveModel, HeadsMustDivideHidden) {
+  ShapeFlags f;
+  f.layers = 2;
+  f.hidden = 1000;
+  f.heads = 16;
+  f.seq_len = 128;
+  auto m = ResolveModel("custom", f);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), "model 'custom': heads: hidden (1000) must be divisible by heads (16)");
+}
+
+TEST(ResolveModel, SeqLenOverride) {
+  ShapeFlags f;
+  f.seq_len = 4096;
+  auto m = ResolveModel("llama2-7b", f);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->tf.seq_len, 4096);
+}
+
+TEST(ModelYaml, LoadsATransformer) {
+  auto m = LoadModelYaml("name: mine\nlayers: 4\nhidden: 256\nheads: 4\nseq_len: 128\nkv_heads: 2\n", "m.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->tf.kv_heads, 2);
+  EXPECT_EQ(m->tf.ffn_hidden, 1024);
+}
+
+TEST(ModelYaml, ErrorsNameFileLineField) {
+  auto bad = LoadModelYaml("name: x\nlayers: four\nhidden: 256\nheads: 4\nseq_len: 128\n", "m.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "m.yaml:2: layers: expected a positive integer, got 'four'");
+  auto missing = LoadModelYaml("name: x\nlayers: 4\nheads: 4\nseq_len: 128\n", "m.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "m.yaml: missing required field 'hidden' (a positive integer)");
+  auto unknown = LoadModelYaml("name: x\nlayerz: 4\n", "m.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("m.yaml:2: layerz: unknown field; known:"), std::string::npos)
+      << unknown.status().message();
+  auto syntax = LoadModelYaml("name: [x\n", "m.yaml");
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_NE(syntax.status().message().find("YAML syntax error"), std::string::npos);
+}
+
+TEST(ModelYaml, LoadsAResnet) {
+  auto m = LoadModelYaml("name: r\nkind: resnet\ndepth: 50\nchannels: 64\n", "r.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_NEAR(m->Params() / 25.6e6, 1.0, 0.03);
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,187 @@
+#include "perf/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+
+namespace tessel {
+namespace {
+
+// Builder for estimate requests.
+class Req {
+ public:
+  Req(const char* model, const char* gpu, int gpus, int batch) : model_(**FindModel(model)) {
+    r_.model = &model_;
+    r_.topology = *MakeTopology(**FindGpu(gpu), 0, 0);
+    r_.gpus = gpus;
+    r_.global_batch = batch;
+    r_.plan.precision = model_.default_precision;
+    Plan(gpus, 1, 1, 1);
+  }
+  Req& Plan(int d, int t, int p, int mb) {
+    r_.plan.dp = d;
+    r_.plan.tp = t;
+    r_.plan.pp = p;
+    r_.plan.micro_batch = mb;
+    r_.plan.num_micro_batches = r_.global_batch % d == 0 ? r_.global_batch / d / mb : 0;
+    return *this;
+  }
+  Req& Rc(Recompute rc) { r_.plan.recompute = rc; return *this; }
+  Req& Zero(int z) { r_.plan.zero = z; return *this; }
+  Req& V(int v) { r_.plan.virtual_stages = v; return *this; }
+  Req& Prec(Precision p) { r_.plan.precision = p; return *this; }
+  const EstimateRequest& get() const { return r_; }
+  Estimate Run() const {
+    auto e = Estimator().Run(r_);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : Estimate();
+  }
+  Status Error() const {
+    auto e = Estimator().Run(r_);
+    return e.ok() ? Status::Ok() : e.status();
+  }
+
+ private:
+  ModelSpec model_;
+  EstimateRequest r_;
+};
+
+TEST(Estimator, BreakdownAddsUpToIterationTime) {
+  Estimate e = Req("gpt3-175b", "a100-80g", 64, 64).Plan(1, 8, 8, 1).Rc(Recompute::kSelective).V(3).Run();
+  const auto& b = e.breakdown;
+  double sum = b.compute_s + b.tp_comm_s + b.ep_comm_s + b.pp_p2p_s + b.pp_bubble_s + b.dp_comm_exposed_s +
+               b.optimizer_s + b.overhead_s;
+  EXPECT_NEAR(sum / e.iteration_time_s, 1.0, 1e-9);
+  EXPECT_NEAR(b.dp_comm_s, b.dp_comm_overlapped_s + b.dp_comm_exposed_s, 1e-12);
+}
+
+TEST(Estimator, ThroughputIdentities) {
+  Estimate e = Req("llama2-7b", "h100-sxm", 8, 64).Plan(8, 1, 1, 2).Rc(Recompute::kSelective).Run();
+  EXPECT_NEAR(e.samples_per_s * e.iteration_time_s, 64, 1e-9);
+  EXPECT_NEAR(e.tokens_per_s, e.samples_per_s * 4096, 1e-6);
+  EXPECT_NEAR(e.tokens_per_s_per_gpu * 8, e.tokens_per_s, 1e-6);
+  EXPECT_GT(e.mfu, 0.2);
+  EXPECT_LT(e.mfu, 0.8);
+  EXPECT_GE(e.hardware_tflops_per_gpu, e.model_tflops_per_gpu * 0.99);
+}
+
+TEST(Estimator, MoreReplicasMoreThroughput) {
+  double t8 = Req("gpt-1.7b", "a100-80g", 8, 512).Plan(8, 1, 1, 4).Run().samples_per_s;
+  double t32 = Req("gpt-1.7b", "a100-80g", 32, 512).Plan(32, 1, 1, 4).Run().samples_per_s;
+  EXPECT_GT(t32, 3 * t8);
+  EXPECT_LT(t32, 4.01 * t8);
+}
+
+TEST(Estimator, RecomputeTradesTimeForMemory) {
+  Req base = Req("gpt-18.4b", "a100-80g", 16, 64);
+  Estimate none = Req(base).Plan(2, 8, 1, 2).Rc(Recompute::kNone).Run();
+  Estimate sel = Req(base).Plan(2, 8, 1, 2).Rc(Recompute::kSelective).Run();
+  Estimate full = Req(base).Plan(2, 8, 1, 2).Rc(Recompute::kFull).Run();
+  EXPECT_LE(sel.memory.activations_gib, none.memory.activations_gib);
+  EXPECT_LT(full.memory.activations_gib, sel.memory.activations_gib);
+  EXPECT_GT(full.iteration_time_s, sel.iteration_time_s);
+  EXPECT_GT(full.breakdown.recompute_s, 0);
+}
+
+TEST(Estimator, ZeroShardsState) {
+  Req base = Req("llama2-7b", "a100-80g", 8, 64);
+  Estimate z0 = Req(base).Plan(8, 1, 1, 1).Zero(0).Rc(Recompute::kFull).Run();
+  Estimate z1 = Req(base).Plan(8, 1, 1, 1).Zero(1).Rc(Recompute::kFull).Run();
+  Estimate z3 = Req(base).Plan(8, 1, 1, 1).Zero(3).Rc(Recompute::kFull).Run();
+  EXPECT_NEAR(z1.memory.optimizer_gib * 8, z0.memory.optimizer_gib, 1e-6);
+  EXPECT_LT(z3.memory.weights_gib, z0.memory.weights_gib / 3);
+  EXPECT_FALSE(z0.fits);  // 7B x 16 bytes = 108 GB of state on one 80 GB GPU
+  EXPECT_TRUE(z3.fits);
+  EXPECT_GT(z3.breakdown.dp_comm_s, z0.breakdown.dp_comm_s);
+}
+
+TEST(Estimator, DoesNotFitIsAResultWithAReason) {
+  Estimate e = Req("gpt3-175b", "a100-80g", 8, 8).Plan(1, 8, 1, 1).Run();
+  EXPECT_FALSE(e.fits);
+  EXPECT_NE(e.reason.find("but a100-80g has 80 GiB"), std::string::npos) << e.reason;
+}
+
+TEST(Estimator, TensorParallelCostsCommunication) {
+  Estimate t1 = Req("gpt-7.5b", "a100-80g", 8, 64).Plan(8, 1, 1, 1).Rc(Recompute::kFull).Run();
+  Estimate t8 = Req("gpt-7.5b", "a100-80g", 8, 64).Plan(1, 8, 1, 8).Rc(Recompute::kFull).Run();
+  EXPECT_EQ(t1.breakdown.tp_comm_s, 0);
+  EXPECT_GT(t8.breakdown.tp_comm_s, 0);
+  EXPECT_LT(t8.memory.weights_gib, t1.memory.weights_gib / 7);
+}
+
+TEST(Estimator, PipelineBubbleShrinksWithInterleaving) {
+  Estimate v1 = Req("gpt3-175b", "a100-80g", 64, 64).Plan(1, 8, 8, 1).Rc(Recompute::kSelective).Run();
+  Estimate v3 = Req("gpt3-175b", "a100-80g", 64, 64).Plan(1, 8, 8, 1).Rc(Recompute::kSelective).V(3).Run();
+  EXPECT_NEAR(v3.breakdown.pp_bubble_s * 3, v1.breakdown.pp_bubble_s, 0.05 * v1.breakdown.pp_bubble_s);
+  EXPECT_GT(v3.memory.activations_gib, v1.memory.activations_gib);
+}
+
+TEST(Estimator, SmallMatricesRunLessEfficiently) {
+  // Same FLOPs per token, narrower layers: lower model TFLOP/s.
+  Estimate wide = Req("gpt-7.5b", "a100-80g", 1, 8).Plan(1, 1, 1, 1).Rc(Recompute::kFull).Run();
+  Estimate narrow = Req("gpt3-125m", "a100-80g", 1, 8).Plan(1, 1, 1, 1).Run();
+  EXPECT_GT(wide.model_tflops_per_gpu, narrow.model_tflops_per_gpu);
+  Estimate mb1 = Req("gpt-1.7b", "a100-80g", 1, 16).Plan(1, 1, 1, 1).Run();
+  Estimate mb8 = Req("gpt-1.7b", "a100-80g", 1, 16).Plan(1, 1, 1, 8).Run();
+  EXPECT_GT(mb8.samples_per_s, mb1.samples_per_s);
+}
+
+TEST(Estimator, FasterGpusAreFaster) {
+  double v100 = Req("gpt-1.7b", "v100-32g", 8, 64).Plan(8, 1, 1, 1).Rc(Recompute::kFull).Prec(Precision::kFp16).Run().samples_per_s;
+  double a100 = Req("gpt-1.7b", "a100-80g", 8, 64).Plan(8, 1, 1, 1).Rc(Recompute::kFull).Prec(Precision::kFp16).Run().samples_per_s;
+  double h100 = Req("gpt-1.7b", "h100-sxm", 8, 64).Plan(8, 1, 1, 1).Rc(Recompute::kFull).Prec(Precision::kBf16).Run().samples_per_s;
+  EXPECT_LT(v100, a100);
+  EXPECT_LT(a100, h100);
+}
+
+TEST(Estimator, CnnEstimates) {
+  Estimate e = Req("resnet-50", "a100-80g", 8, 2048).Plan(8, 1, 1, 256).Run();
+  EXPECT_TRUE(e.fits);
+  EXPECT_GT(e.samples_per_s, 5000);
+  EXPECT_LT(e.samples_per_s, 40000);
+}
+
+struct BadCase {
+  const char* name;
+  int gpus, batch, d, t, p, mb;
+  const char* error;
+};
+
+class BadPlans : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadPlans, ExactError) {
+  const BadCase& c = GetParam();
+  Req r("gpt3-175b", "a100-80g", c.gpus, c.batch);
+  r.Plan(c.d, c.t, c.p, c.mb);
+  Status s = r.Error();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), c.error);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Validation, BadPlans,
+    ::testing::Values(
+        BadCase{"dtp_mismatch", 16, 64, 2, 4, 4, 1, "d*t*p = 2*4*4 = 32 != --gpus 16"},
+        BadCase{"tp_beyond_node", 16, 64, 1, 16, 1, 1,
+                "--tp 16: tensor parallelism must stay inside a node (8 GPUs per node)"},
+        BadCase{"batch_not_divisible", 12, 64, 3, 4, 1, 1, "--global-batch 64 is not divisible by d = 3"},
+        BadCase{"micro_batch", 8, 64, 2, 4, 1, 3,
+                "--micro-batch 3: must divide the per-replica batch 32 (global batch / d)"},
+        BadCase{"tp_heads", 10, 60, 2, 5, 1, 1, "--tp 5: must divide the number of attention heads (96)"},
+        BadCase{"pp_layers", 97, 97, 1, 1, 97, 1, "--pp 97: more stages than the model's 96 layers"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Estimator, UnsupportedPrecision) {
+  Req r("gpt-1.7b", "v100-32g", 8, 64);
+  r.Plan(8, 1, 1, 1).Prec(Precision::kBf16);
+  EXPECT_EQ(r.Error().message(), "--precision bf16: not supported by v100-32g (volta)");
+}
+
+TEST(Estimator, InterleavingNeedsDivisibleLayers) {
+  Req r("gpt3-175b", "a100-80g", 64, 64);
+  r.Plan(1, 8, 8, 1).V(5);
+  EXPECT_EQ(r.Error().message(), "--virtual-stages 5: layers (96) must be divisible by p*v = 40");
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,0 +1,69 @@
+#include "perf/memory.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+
+namespace tessel {
+namespace {
+
+// Korthikanti et al. 2022, Table 2: activation bytes per transformer layer,
+// s = sequence, b = micro-batch, h = hidden, a = heads, t = tensor-parallel.
+struct ActCase {
+  const char* name;
+  int b, t;
+  Recompute rc;
+  bool fused;
+};
+
+double Korthikanti(const TransformerShape& s, const ActCase& c) {
+  double sbh = static_cast<double>(s.seq_len) * c.b * s.hidden;
+  double as_h = 5.0 * s.heads * s.seq_len / s.hidden;
+  switch (c.rc) {
+    case Recompute::kNone: return sbh * (34 + (c.fused ? 0 : as_h)) / c.t;  // with sequence parallelism
+    case Recompute::kSelective: return sbh * 34 / c.t;
+    case Recompute::kFull: return 2 * sbh / c.t;
+  }
+  return 0;
+}
+
+class Activations : public ::testing::TestWithParam<ActCase> {};
+
+TEST_P(Activations, MatchPublishedFormula) {
+  const ActCase& c = GetParam();
+  const TransformerShape& s = (*FindModel("gpt3-175b"))->tf;
+  double ours = TransformerLayerActivationBytes(s, c.b, c.t, c.rc, Precision::kFp16, c.fused, false);
+  EXPECT_NEAR(ours / Korthikanti(s, c), 1.0, 1e-9) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Korthikanti2022, Activations,
+                         ::testing::Values(ActCase{"none_t1", 1, 1, Recompute::kNone, false},
+                                           ActCase{"none_t8", 4, 8, Recompute::kNone, false},
+                                           ActCase{"selective_t8", 1, 8, Recompute::kSelective, false},
+                                           ActCase{"full_t8", 2, 8, Recompute::kFull, false},
+                                           ActCase{"flash_t4", 2, 4, Recompute::kNone, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Memory, PaperExampleGpt3PerLayer) {
+  // GPT-3 175B, s=2048, b=1, t=8, no recompute, fp16: 34 + 5*96*2048/12288 = 114
+  // bytes per s*b*h/t -> 2048*12288*114/8 = 358.6 MB per layer.
+  const TransformerShape& s = (*FindModel("gpt3-175b"))->tf;
+  double bytes = TransformerLayerActivationBytes(s, 1, 8, Recompute::kNone, Precision::kFp16, false, false);
+  EXPECT_NEAR(bytes / 1e6, 358.6, 0.5);
+}
+
+TEST(Memory, StateBytesFollowZeroPaper) {
+  auto mixed = StateBytes(Precision::kBf16);
+  EXPECT_EQ(mixed.weights + mixed.gradients + mixed.optimizer, 16);  // 2 + 2 + 12
+  auto fp32 = StateBytes(Precision::kFp32);
+  EXPECT_EQ(fp32.weights + fp32.gradients + fp32.optimizer, 16);  // 4 + 4 + 8
+}
+
+TEST(Memory, InFlightMicroBatches) {
+  EXPECT_EQ(InFlightMicroBatches(8, 64, 1), 8);
+  EXPECT_EQ(InFlightMicroBatches(8, 4, 1), 4);
+  EXPECT_NEAR(InFlightMicroBatches(8, 64, 2), 8 * (1 + 7.0 / 16), 1e-12);
+}
+
+}  // namespace
+}  // namespace tessel

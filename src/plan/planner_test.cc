@@ -1,0 +1,143 @@
+#include "plan/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+
+namespace tessel {
+namespace {
+
+PlanRequest Make(const ModelSpec& m, const char* gpu, int gpus, int batch, int gpn = 0) {
+  PlanRequest r;
+  r.model = &m;
+  r.topology = *MakeTopology(**FindGpu(gpu), gpn, 0);
+  r.gpus = gpus;
+  r.global_batch = batch;
+  r.precision = m.default_precision;
+  r.top_k = 50;
+  return r;
+}
+
+void CheckInvariants(const PlanResult& res, const PlanRequest& req) {
+  for (const auto& e : res.plans) {
+    EXPECT_TRUE(e.fits) << e.plan.ToString();
+    EXPECT_LE(e.memory_gib_per_gpu, req.topology.gpu->memory_gib);
+    EXPECT_EQ(e.plan.dp * e.plan.tp * e.plan.pp, req.gpus);
+    EXPECT_LE(e.plan.tp, req.topology.gpus_per_node);
+    EXPECT_EQ(e.plan.dp * e.plan.micro_batch * e.plan.num_micro_batches, req.global_batch);
+    EstimateRequest er;
+    er.model = req.model;
+    er.topology = req.topology;
+    er.gpus = req.gpus;
+    er.global_batch = req.global_batch;
+    er.plan = e.plan;
+    EXPECT_TRUE(ValidatePlan(er).ok()) << ValidatePlan(er).message();
+  }
+  for (size_t i = 1; i < res.plans.size(); ++i)
+    EXPECT_GE(res.plans[i - 1].samples_per_s, res.plans[i].samples_per_s);
+}
+
+struct Case {
+  const char* model;
+  const char* gpu;
+  int gpus, batch, gpn;
+};
+
+class PlannerInvariants : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PlannerInvariants, EveryPlanFitsAndIsValid) {
+  const Case& c = GetParam();
+  const ModelSpec& m = **FindModel(c.model);
+  PlanRequest req = Make(m, c.gpu, c.gpus, c.batch, c.gpn);
+  auto res = SearchPlans(Estimator(), req);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  ASSERT_FALSE(res->plans.empty()) << res->reason;
+  CheckInvariants(*res, req);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, PlannerInvariants,
+    ::testing::Values(Case{"gpt3-175b", "a100-80g", 128, 256, 0}, Case{"llama2-70b", "h100-sxm", 64, 128, 0},
+                      Case{"bert__2.6B", "a40", 8, 256, 2}, Case{"moe__10B", "v100-32g", 16, 512, 16},
+                      Case{"wide_resnet__2B", "a10", 8, 512, 2}, Case{"llama3-8b", "l4", 16, 64, 8},
+                      Case{"resnet-50", "t4", 4, 256, 4}),
+    [](const auto& info) {
+      std::string n = std::string(info.param.model) + "_" + info.param.gpu;
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+TEST(Planner, Gpt3OnThousandA100s) {
+  const ModelSpec& m = **FindModel("gpt3-175b");
+  PlanRequest req = Make(m, "a100-80g", 1024, 1536);
+  req.precision = Precision::kFp16;
+  auto res = SearchPlans(Estimator(), req);
+  ASSERT_TRUE(res.ok());
+  ASSERT_FALSE(res->plans.empty());
+  const auto& best = res->plans.front();
+  // Megatron's published range for this scale: 40-55% of peak.
+  EXPECT_GT(best.mfu, 0.35);
+  EXPECT_LT(best.mfu, 0.65);
+  EXPECT_GT(best.plan.tp * best.plan.pp, 8);  // 175B needs model parallelism beyond one node
+}
+
+TEST(Planner, GridBestWithinThreePercentOfFullSearchSameP) {
+  struct G {
+    const char* model;
+    const char* gpu;
+    int gpus, batch, pp;
+  };
+  for (const G& g : {G{"gpt3-175b", "a100-80g", 256, 512, 8}, G{"llama2-13b", "a100-40g", 32, 256, 2},
+                     G{"bert__6.7B", "v100-32g", 16, 256, 2}, G{"gpt-18.4b", "h100-sxm", 64, 512, 1}}) {
+    const ModelSpec& m = **FindModel(g.model);
+    PlanRequest full = Make(m, g.gpu, g.gpus, g.batch);
+    full.pp = g.pp;
+    PlanRequest grid = full;
+    grid.mode = SearchMode::kGrid;
+    auto f = SearchPlans(Estimator(), full);
+    auto r = SearchPlans(Estimator(), grid);
+    ASSERT_TRUE(f.ok() && r.ok());
+    ASSERT_FALSE(f->plans.empty()) << g.model;
+    ASSERT_FALSE(r->plans.empty()) << g.model;
+    EXPECT_GE(r->plans.front().samples_per_s, 0.97 * f->plans.front().samples_per_s) << g.model;
+    EXPECT_LT(r->candidates_evaluated, f->candidates_evaluated);
+    EXPECT_LE(r->plans.size(), 32u);
+    // Pareto: throughput falls as memory falls.
+    for (size_t i = 1; i < r->plans.size(); ++i)
+      EXPECT_LT(r->plans[i].memory_gib_per_gpu, r->plans[i - 1].memory_gib_per_gpu);
+  }
+}
+
+TEST(Planner, Deterministic) {
+  const ModelSpec& m = **FindModel("llama2-70b");
+  PlanRequest req = Make(m, "h100-sxm", 64, 256);
+  auto a = SearchPlans(Estimator(), req);
+  auto b = SearchPlans(Estimator(), req);
+  ASSERT_EQ(a->plans.size(), b->plans.size());
+  for (size_t i = 0; i < a->plans.size(); ++i) {
+    EXPECT_EQ(a->plans[i].plan, b->plans[i].plan);
+    EXPECT_EQ(a->plans[i].iteration_time_s, b->plans[i].iteration_time_s);
+  }
+}
+
+TEST(Planner, NothingFitsIsReported) {
+  const ModelSpec& m = **FindModel("gpt-1t");
+  PlanRequest req = Make(m, "t4", 4, 16);
+  auto res = SearchPlans(Estimator(), req);
+  ASSERT_TRUE(res.ok());
+  EXPECT_TRUE(res->plans.empty());
+  EXPECT_NE(res->reason.find("no plan fits in memory"), std::string::npos) << res->reason;
+}
+
+TEST(Planner, GridNeedsPp) {
+  const ModelSpec& m = **FindModel("gpt-1.7b");
+  PlanRequest req = Make(m, "a100-80g", 8, 64);
+  req.mode = SearchMode::kGrid;
+  auto res = SearchPlans(Estimator(), req);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().message(), "--search grid: needs --pp P (the grid's number of pipeline stages)");
+}
+
+}  // namespace
+}  // namespace tessel
