@@ -60,6 +60,9 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                            std::to_string(m.NumLayers()) + " layers");
   }
   const bool grid = req.mode == SearchMode::kGrid;
+  const FrameworkProfile& fw = req.framework ? *req.framework : estimator.params().frameworks.front();
+  const bool fused_attention = m.kind == ModelKind::kTransformer && fw.fused_attention &&
+                               topo.gpu->HasFusedAttention() && ActivationBytes(req.precision) == 2.0;
   const bool transformer = m.kind == ModelKind::kTransformer;
   const int layers = m.NumLayers();
 
@@ -117,7 +120,10 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
         }
         for (int v : vs) {
           for (Recompute rc : recomputes) {
-            int max_zero = std::min(req.max_zero, grid ? 1 : (p == 1 ? 3 : 1));
+            // With fused attention nothing is left for selective recompute to
+            // drop: it is the same plan as none.
+            if (rc == Recompute::kSelective && recomputes.size() > 1 && fused_attention) continue;
+            int max_zero = std::min(req.max_zero, p == 1 ? 3 : 1);
             for (int z = 0; z <= max_zero; ++z) {
               if (z >= 1 && d == 1) break;
               for (int ep : eps) {

@@ -5,9 +5,10 @@
 // Two searches:
 //  - full: every (t, p, d, micro-batch, interleaving, recompute, ZeRO, ep).
 //  - grid: Arena's Cell. GPU type, count, layout and p are fixed; only the
-//    d x t shape and the micro-batching (size, count, interleaving,
-//    recompute, optimizer sharding up to ZeRO-1) are searched, and the
-//    grid's Pareto set (throughput vs memory) of at most K plans is kept.
+//    d x t shape and the micro-batching (size, count, at most two
+//    interleaving depths, recompute, optimizer sharding) are searched, with
+//    MoE expert parallelism fixed at its widest; the grid's Pareto set
+//    (throughput vs memory) of at most K plans is kept.
 // Deterministic: ties break on a fixed order of plan fields.
 #pragma once
 
