@@ -107,16 +107,18 @@ AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estim
     if (!r.predicted) rep.not_predicted++;
     rep.results.push_back(std::move(r));
   }
-  std::map<std::string, std::vector<const CaseResult*>> by_gen, by_src;
+  std::map<std::string, std::vector<const CaseResult*>> by_gen, by_src, by_both;
   std::vector<const CaseResult*> all;
   for (const auto& r : rep.results) {
     if (!r.predicted) continue;
     by_gen[r.ref->gpu_generation].push_back(&r);
     by_src[r.ref->source].push_back(&r);
+    by_both[r.ref->gpu_generation + "/" + r.ref->source].push_back(&r);
     all.push_back(&r);
   }
   for (const auto& [g, rs] : by_gen) rep.by_generation.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_src) rep.by_source.push_back(Stats(g, rs));
+  for (const auto& [g, rs] : by_both) rep.by_generation_and_source.push_back(Stats(g, rs));
   rep.overall = Stats("all", all);
   return rep;
 }

@@ -40,6 +40,7 @@ struct AccuracyReport {
   std::vector<CaseResult> results;
   std::vector<ErrorStats> by_generation;
   std::vector<ErrorStats> by_source;
+  std::vector<ErrorStats> by_generation_and_source;  // "a100/megatron"
   ErrorStats overall;
   std::vector<SkippedCase> skipped;
   int infeasible_measured = 0;

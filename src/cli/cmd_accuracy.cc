@@ -57,6 +57,9 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   TextTable s({"source", "rows", "median |err|", "p90 |err|", "median bias", "median |tput err|"});
   AddStatsRows(s, rep.by_source);
   out += "By source:\n" + s.Render();
+  TextTable b({"generation/source", "rows", "median |err|", "p90 |err|", "median bias", "median |tput err|"});
+  AddStatsRows(b, rep.by_generation_and_source);
+  out += "\nBy GPU generation and source:\n" + b.Render();
   out += "\n" + std::to_string(rep.results.size()) + " reference rows compared, " +
          std::to_string(rep.not_predicted) + " without a fitting plan, " + std::to_string(rep.skipped.size()) +
          " skipped (no shape or result), " + std::to_string(rep.infeasible_measured) +
@@ -101,6 +104,8 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       j["by_source"] = nlohmann::json::array();
       for (const auto& s : rep.by_source) j["by_source"].push_back(StatsJson(s));
       j["overall"] = StatsJson(rep.overall);
+      j["by_generation_and_source"] = nlohmann::json::array();
+      for (const auto& s : rep.by_generation_and_source) j["by_generation_and_source"].push_back(StatsJson(s));
       j["rows"] = nlohmann::json::array();
       for (const auto& r : rep.results) {
         nlohmann::json row = {{"id", r.ref->id}, {"model", r.ref->model.name}, {"gpu", r.ref->topology.gpu->name},
