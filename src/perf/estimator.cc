@@ -28,6 +28,7 @@ struct LayerCost {
   double act_bytes = 0;      // activations kept for backward (recompute applied)
   double work_bytes = 0;     // transient activations of one layer (full recompute)
   double hw_flops = 0;       // executed FLOPs incl. recompute
+  double out_bytes = 0;      // activation this layer/stage hands to the next, per micro-batch
   double Time() const { return fwd_s + bwd_s + recompute_s + tp_fwd_s + tp_bwd_s + ep_s; }
   void Add(const LayerCost& o, double times) {
     fwd_s += times * o.fwd_s;
@@ -40,6 +41,7 @@ struct LayerCost {
     act_bytes += times * o.act_bytes;
     work_bytes = std::max(work_bytes, o.work_bytes);
     hw_flops += times * o.hw_flops;
+    if (o.out_bytes > 0) out_bytes = o.out_bytes;
   }
 };
 
@@ -217,6 +219,7 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
     flops += 2.0 * m * n * k;
   }
   lc.hw_flops = 3 * flops;
+  lc.out_bytes = out_bytes;
   if (p.recompute == Recompute::kFull) {
     lc.work_bytes = lc.act_bytes;
     lc.act_bytes = out_bytes / t;
@@ -372,9 +375,12 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   double p2p = 0;
   if (p.pp > 1) {
     double tokens = m.kind == ModelKind::kTransformer ? static_cast<double>(p.micro_batch) * m.tf.seq_len : 0;
-    double bytes = m.kind == ModelKind::kTransformer
-                       ? tokens * m.tf.hidden * cm.elem_bytes() / p.tp
-                       : p.micro_batch * 14.0 * 14.0 * 1024 * cm.elem_bytes() / p.tp;
+    double bytes = 0;
+    if (m.kind == ModelKind::kTransformer) {
+      bytes = tokens * m.tf.hidden * cm.elem_bytes() / p.tp;
+    } else {  // the largest activation crossing a stage boundary
+      for (size_t i = 0; i + 1 < stages.size(); ++i) bytes = std::max(bytes, stages[i].out_bytes / p.tp);
+    }
     int stage_width = p.tp * p.dp;
     bool cross = stage_width >= topo.gpus_per_node || req.gpus > topo.gpus_per_node;
     GroupShape g{2, cross ? 1 : 2, cross ? std::max(1, std::min(c.gpn, stage_width)) : 1};
