@@ -71,15 +71,20 @@ void BM_EstimateWideResnet(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateWideResnet);
 
-void BM_PlanFullGpt3On1024(benchmark::State& state) {
-  const ModelSpec& m = **FindModel("gpt3-175b");
+PlanRequest Gpt3Plan(const ModelSpec& m, SearchMode mode, int pp) {
   PlanRequest req;
   req.model = &m;
   req.topology = *MakeTopology(**FindGpu("a100-80g"), 8, 0);
   req.gpus = 1024;
   req.global_batch = 1536;
   req.precision = Precision::kFp16;
-  req.mode = SearchMode::kFull;
+  req.mode = mode;
+  req.pp = pp;
+  req.top_k = 32;
+  return req;
+}
+
+void RunPlanBench(benchmark::State& state, const PlanRequest& req) {
   Estimator est;
   int64_t candidates = 0;
   for (auto _ : state) {
@@ -89,27 +94,16 @@ void BM_PlanFullGpt3On1024(benchmark::State& state) {
   }
   state.counters["candidates"] = static_cast<double>(candidates);
 }
+
+void BM_PlanFullGpt3On1024(benchmark::State& state) {
+  const ModelSpec& m = **FindModel("gpt3-175b");
+  RunPlanBench(state, Gpt3Plan(m, SearchMode::kFull, 0));
+}
 BENCHMARK(BM_PlanFullGpt3On1024)->Unit(benchmark::kMillisecond);
 
 void BM_PlanGridGpt3On1024P8(benchmark::State& state) {
   const ModelSpec& m = **FindModel("gpt3-175b");
-  PlanRequest req;
-  req.model = &m;
-  req.topology = *MakeTopology(**FindGpu("a100-80g"), 8, 0);
-  req.gpus = 1024;
-  req.global_batch = 1536;
-  req.precision = Precision::kFp16;
-  req.mode = SearchMode::kGrid;
-  req.pp = 8;
-  req.top_k = 32;
-  Estimator est;
-  int64_t candidates = 0;
-  for (auto _ : state) {
-    auto r = SearchPlans(est, req);
-    candidates = r->candidates_evaluated;
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["candidates"] = static_cast<double>(candidates);
+  RunPlanBench(state, Gpt3Plan(m, SearchMode::kGrid, 8));
 }
 BENCHMARK(BM_PlanGridGpt3On1024P8)->Unit(benchmark::kMillisecond);
 

@@ -4,20 +4,13 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/stats.h"
 #include "plan/planner.h"
 
 namespace tessel {
 
 namespace {
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = q * (v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx));
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (idx - lo) * (v[hi] - v[lo]);
-}
 
 ErrorStats Stats(const std::string& group, const std::vector<const CaseResult*>& rs) {
   ErrorStats s;

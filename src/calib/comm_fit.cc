@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/csv.h"
+#include "core/stats.h"
 #include "core/strings.h"
 #include "hardware/node.h"
 
@@ -14,21 +15,7 @@ namespace tessel {
 
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double idx = q * (v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx));
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (idx - lo) * (v[hi] - v[lo]);
-}
 
 double BwFactor(const std::string& op, int n) {
   if (op == "all-reduce") return 2.0 * (n - 1) / n;

@@ -13,12 +13,10 @@ namespace tessel {
 namespace {
 
 struct EstimateFlags {
-  ModelFlags model;
-  TopologyFlags topo;
-  ParamsFlag params;
+  JobFlags job;
   int gpus = 0, global_batch = 0, tp = 1, pp = 1, dp = 0, micro_batch = 0, virtual_stages = 1,
       zero = 0, ep = 1;
-  std::string recompute = "none", precision, framework;
+  std::string recompute = "none";
   bool json = false;
 };
 
@@ -63,9 +61,7 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
       "TFLOP/s and MFU, memory per GPU and whether it fits, and where the time goes.\n"
       "Example: tessel estimate --model gpt3-175b --gpu a100-80g --gpus 64 --global-batch 64 \\\n"
       "           --tp 8 --pp 8 --micro-batch 1 --recompute selective --virtual-stages 3");
-  f->model.Add(app);
-  f->topo.Add(app);
-  f->params.Add(app);
+  f->job.Add(app);
   app.add_option("--gpus", f->gpus, "Number of GPUs (N = d*t*p)")->required();
   app.add_option("--global-batch", f->global_batch, "Global batch, samples (sequences/images)")->required();
   app.add_option("--tp", f->tp, "Tensor-parallel degree t (within a node; sequence parallel)")->required();
@@ -74,22 +70,16 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
   app.add_option("--micro-batch", f->micro_batch, "Micro-batch size (default 1)");
   app.add_option("--recompute", f->recompute, "Activation recomputation: none|selective|full")->default_str("none");
   app.add_option("--zero", f->zero, "ZeRO stage: 0, 1 (optimizer), 2 (+grads), 3 (+weights, FSDP)")->default_str("0");
-  app.add_option("--precision", f->precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
   app.add_option("--virtual-stages", f->virtual_stages, "Interleaved 1F1B chunks per stage (v)")->default_str("1");
   app.add_option("--ep", f->ep, "Expert-parallel degree for MoE (divides d)")->default_str("1");
-  app.add_option("--framework", f->framework, "Training framework profile: megatron (default), alpa");
   app.add_flag("--json", f->json, "Print one JSON object");
   return [io, f]() -> int {
     auto fail = [&](const Status& s) {
       io.err << "error: " << s.message() << "\n";
       return 2;
     };
-    auto model = f->model.Resolve();
-    if (!model.ok()) return fail(model.status());
-    auto topo = f->topo.Resolve();
-    if (!topo.ok()) return fail(topo.status());
-    auto params = f->params.Resolve();
-    if (!params.ok()) return fail(params.status());
+    auto in = f->job.Resolve();
+    if (!in.ok()) return fail(in.status());
     ParallelPlan plan;
     plan.tp = f->tp;
     plan.pp = f->pp;
@@ -108,30 +98,19 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
     auto rc = ParseRecompute(f->recompute);
     if (!rc.ok()) return fail(rc.status());
     plan.recompute = *rc;
-    plan.precision = model->default_precision;
-    if (!f->precision.empty()) {
-      auto p = ParsePrecision(f->precision);
-      if (!p.ok()) return fail(InvalidArgument("--precision: " + p.status().message()));
-      plan.precision = *p;
-    }
+    plan.precision = in->precision;
     EstimateRequest req;
-    req.model = &*model;
-    req.topology = *topo;
+    req.model = &in->model;
+    req.topology = in->topology;
     req.gpus = f->gpus;
     req.global_batch = f->global_batch;
     req.plan = plan;
-    const FrameworkProfile* fw = nullptr;
-    if (!f->framework.empty()) {
-      auto r = (*params)->FindFramework(f->framework);
-      if (!r.ok()) return fail(InvalidArgument("--framework: " + r.status().message()));
-      fw = *r;
-    }
-    req.framework = fw;
-    Estimator est(**params);
+    req.framework = in->framework;
+    Estimator est(*in->params);
     auto e = est.Run(req);
     if (!e.ok()) return fail(e.status());
     if (f->json) io.out << EstimateToJson(*e).dump(2) << "\n";
-    else PrintHuman(io.out, *model, *topo, req, *e);
+    else PrintHuman(io.out, in->model, in->topology, req, *e);
     return 0;
   };
 }

@@ -13,11 +13,9 @@ namespace tessel {
 
 namespace {
 struct PlanFlags {
-  ModelFlags model;
-  TopologyFlags topo;
-  ParamsFlag params;
+  JobFlags job;
   int gpus = 0, global_batch = 0, pp = 0, top = 0;
-  std::string search = "full", precision, framework;
+  std::string search = "full";
   bool json = false;
 };
 }  // namespace
@@ -31,32 +29,26 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
       "fixed; d x t and micro-batching searched) and returns its Pareto set (throughput vs\n"
       "memory) of at most --top plans.\n"
       "Example: tessel plan --model gpt3-175b --gpu a100-80g --gpus 1024 --global-batch 1536");
-  f->model.Add(app);
-  f->topo.Add(app);
-  f->params.Add(app);
+  f->job.Add(app);
   app.add_option("--gpus", f->gpus, "Number of GPUs")->required();
   app.add_option("--global-batch", f->global_batch, "Global batch, samples")->required();
   app.add_option("--search", f->search, "full|grid")->default_str("full");
   app.add_option("--pp", f->pp, "Pipeline stages (required for grid; fixes p for full)");
   app.add_option("--top", f->top, "Plans to print (default 5; grid: Pareto set of at most 32)");
-  app.add_option("--precision", f->precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
-  app.add_option("--framework", f->framework, "Training framework profile: megatron (default), alpa");
   app.add_flag("--json", f->json, "Print {\"plans\": [...], \"candidates_evaluated\", \"search_time_ms\"}");
   return [io, f]() -> int {
     auto fail = [&](const Status& s) {
       io.err << "error: " << s.message() << "\n";
       return 2;
     };
-    auto model = f->model.Resolve();
-    if (!model.ok()) return fail(model.status());
-    auto topo = f->topo.Resolve();
-    if (!topo.ok()) return fail(topo.status());
-    auto params = f->params.Resolve();
-    if (!params.ok()) return fail(params.status());
+    auto in = f->job.Resolve();
+    if (!in.ok()) return fail(in.status());
+    const ModelSpec* model = &in->model;
+    const Topology* topo = &in->topology;
     auto mode = ParseSearchMode(f->search);
     if (!mode.ok()) return fail(mode.status());
     PlanRequest req;
-    req.model = &*model;
+    req.model = model;
     req.topology = *topo;
     req.gpus = f->gpus;
     req.global_batch = f->global_batch;
@@ -64,20 +56,9 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
     req.pp = f->pp;
     if (f->top < 0) return fail(InvalidArgument("--top: expected a positive integer"));
     req.top_k = f->top > 0 ? f->top : (*mode == SearchMode::kGrid ? 32 : 5);
-    req.precision = model->default_precision;
-    if (!f->precision.empty()) {
-      auto p = ParsePrecision(f->precision);
-      if (!p.ok()) return fail(InvalidArgument("--precision: " + p.status().message()));
-      req.precision = *p;
-    }
-    const FrameworkProfile* fw = nullptr;
-    if (!f->framework.empty()) {
-      auto r = (*params)->FindFramework(f->framework);
-      if (!r.ok()) return fail(InvalidArgument("--framework: " + r.status().message()));
-      fw = *r;
-    }
-    req.framework = fw;
-    Estimator est(**params);
+    req.precision = in->precision;
+    req.framework = in->framework;
+    Estimator est(*in->params);
     auto r = SearchPlans(est, req);
     if (!r.ok()) return fail(r.status());
     if (f->json) {

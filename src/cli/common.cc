@@ -73,6 +73,39 @@ Result<const PerfParams*> ParamsFlag::Resolve() const {
   return &loaded.back();
 }
 
+void JobFlags::Add(CLI::App& app) {
+  model.Add(app);
+  topo.Add(app);
+  params.Add(app);
+  app.add_option("--precision", precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
+  app.add_option("--framework", framework, "Training framework profile: megatron (default), alpa");
+}
+
+Result<JobInputs> JobFlags::Resolve() const {
+  JobInputs in;
+  auto m = model.Resolve();
+  if (!m.ok()) return m.status();
+  in.model = std::move(*m);
+  auto t = topo.Resolve();
+  if (!t.ok()) return t.status();
+  in.topology = *t;
+  auto p = params.Resolve();
+  if (!p.ok()) return p.status();
+  in.params = *p;
+  in.precision = in.model.default_precision;
+  if (!precision.empty()) {
+    auto pr = ParsePrecision(precision);
+    if (!pr.ok()) return InvalidArgument("--precision: " + pr.status().message());
+    in.precision = *pr;
+  }
+  if (!framework.empty()) {
+    auto fw = in.params->FindFramework(framework);
+    if (!fw.ok()) return InvalidArgument("--framework: " + fw.status().message());
+    in.framework = *fw;
+  }
+  return in;
+}
+
 std::string DataDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (const char* env = std::getenv("TESSEL_DATA"); env && *env) return env;

@@ -41,6 +41,25 @@ struct ParamsFlag {
   Result<const PerfParams*> Resolve() const;
 };
 
+// The flags every job-level command shares (estimate, plan): model, hardware,
+// parameters, precision, framework, resolved together.
+struct JobInputs {
+  ModelSpec model;
+  Topology topology;
+  const PerfParams* params = nullptr;
+  Precision precision = Precision::kBf16;        // --precision, else the model's
+  const FrameworkProfile* framework = nullptr;  // --framework, else the default
+};
+
+struct JobFlags {
+  ModelFlags model;
+  TopologyFlags topo;
+  ParamsFlag params;
+  std::string precision, framework;
+  void Add(CLI::App& app);
+  Result<JobInputs> Resolve() const;
+};
+
 // Where the shared data folder is: --data, else $TESSEL_DATA, else
 // ../shared/data from the working directory, else ../shared/data beside the
 // checkout the binary was built in.
