@@ -64,6 +64,8 @@ struct BadInput {
   const char* error;  // a substring of stderr
 };
 
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
+
 class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliBadInput, ExitsNonZeroWithClearMessage) {

@@ -14,6 +14,8 @@ struct ParamCase {
   double tolerance;  // relative
 };
 
+void PrintTo(const ParamCase& c, std::ostream* os) { *os << c.name; }
+
 class CatalogParams : public ::testing::TestWithParam<ParamCase> {};
 
 // Published parameter counts (model cards and papers).

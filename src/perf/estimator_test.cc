@@ -147,6 +147,8 @@ struct BadCase {
   const char* error;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class BadPlans : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadPlans, ExactError) {

@@ -27,6 +27,8 @@ double Korthikanti(const TransformerShape& s, const ActCase& c) {
   return 0;
 }
 
+void PrintTo(const ActCase& c, std::ostream* os) { *os << c.name; }
+
 class Activations : public ::testing::TestWithParam<ActCase> {};
 
 TEST_P(Activations, MatchPublishedFormula) {

@@ -43,6 +43,8 @@ struct Case {
   int gpus, batch, gpn;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << std::string(c.model) + "/" + c.gpu; }
+
 class PlannerInvariants : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PlannerInvariants, EveryPlanFitsAndIsValid) {
