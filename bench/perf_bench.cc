@@ -11,22 +11,13 @@
 namespace tessel {
 namespace {
 
+
+EstimateRequest Request(const ModelSpec& m, const char* gpu, int gpus_per_node, int gpus, int batch,
+                        const ParallelPlan& plan);
+
+// d16 t8 p8 v3, micro-batch 1 x 96, selective recompute, ZeRO-1, fp16.
 EstimateRequest Gpt3Request(const ModelSpec& m) {
-  EstimateRequest r;
-  r.model = &m;
-  r.topology = *MakeTopology(**FindGpu("a100-80g"), 8, 0);
-  r.gpus = 1024;
-  r.global_batch = 1536;
-  r.plan.dp = 16;
-  r.plan.tp = 8;
-  r.plan.pp = 8;
-  r.plan.micro_batch = 1;
-  r.plan.num_micro_batches = 96;
-  r.plan.virtual_stages = 3;
-  r.plan.recompute = Recompute::kSelective;
-  r.plan.zero = 1;
-  r.plan.precision = Precision::kFp16;
-  return r;
+  return Request(m, "a100-80g", 8, 1024, 1536, {16, 8, 8, 1, 96, 3, 1, Recompute::kSelective, 1, Precision::kFp16});
 }
 
 void BM_EstimateGpt3(benchmark::State& state) {
@@ -45,14 +36,20 @@ void BM_EstimateValidated(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateValidated);
 
-void BM_EstimateMoe(benchmark::State& state) {
-  const ModelSpec& m = **FindModel("moe__27B");
+EstimateRequest Request(const ModelSpec& m, const char* gpu, int gpus_per_node, int gpus, int batch,
+                        const ParallelPlan& plan) {
   EstimateRequest r;
   r.model = &m;
-  r.topology = *MakeTopology(**FindGpu("a40"), 2, 0);
-  r.gpus = 16;
-  r.global_batch = 512;
-  r.plan = {16, 1, 1, 4, 8, 1, 16, Recompute::kFull, 1, Precision::kFp16};
+  r.topology = *MakeTopology(**FindGpu(gpu), gpus_per_node, 0);
+  r.gpus = gpus;
+  r.global_batch = batch;
+  r.plan = plan;
+  return r;
+}
+
+void BM_EstimateMoe(benchmark::State& state) {
+  const ModelSpec& m = **FindModel("moe__27B");
+  EstimateRequest r = Request(m, "a40", 2, 16, 512, {16, 1, 1, 4, 8, 1, 16, Recompute::kFull, 1, Precision::kFp16});
   Estimator est;
   for (auto _ : state) benchmark::DoNotOptimize(est.RunUnchecked(r));
 }
@@ -60,12 +57,7 @@ BENCHMARK(BM_EstimateMoe);
 
 void BM_EstimateWideResnet(benchmark::State& state) {
   const ModelSpec& m = **FindModel("wide_resnet__13B");
-  EstimateRequest r;
-  r.model = &m;
-  r.topology = *MakeTopology(**FindGpu("a100-40g"), 4, 0);
-  r.gpus = 16;
-  r.global_batch = 1024;
-  r.plan = {4, 1, 4, 8, 32, 1, 1, Recompute::kFull, 1, Precision::kFp32};
+  EstimateRequest r = Request(m, "a100-40g", 4, 16, 1024, {4, 1, 4, 8, 32, 1, 1, Recompute::kFull, 1, Precision::kFp32});
   Estimator est;
   for (auto _ : state) benchmark::DoNotOptimize(est.RunUnchecked(r));
 }

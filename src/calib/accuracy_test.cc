@@ -25,9 +25,11 @@ TEST(Reference, LoadsEverySource) {
   EXPECT_GE(dle, 20);
   // H100/L20 database entries are [iterations, total seconds, ...]: per
   // iteration is the ratio, not the second element.
-  for (const auto& c : refs->cases)
-    if (c.id == "prof_database_h100_l20.json:bert_760M_256@1_l20_1_n_8_d")
+  for (const auto& c : refs->cases) {
+    if (c.id == "prof_database_h100_l20.json:bert_760M_256@1_l20_1_n_8_d") {
       EXPECT_NEAR(c.measured_iteration_s, 19.389 / 5, 1e-9);
+    }
+  }
 }
 
 TEST(Reference, MalformedCalibrationRowNamesLineAndColumn) {
@@ -54,8 +56,11 @@ TEST(Accuracy, ReportOnSharedData) {
   AccuracyReport rep = EvaluateAccuracy(*refs, Estimator());
   EXPECT_LT(rep.not_predicted, 10);
   ASSERT_FALSE(rep.by_generation.empty());
-  for (const auto& s : rep.by_source)
-    if (s.group == "megatron") EXPECT_LT(s.median_abs, 0.15) << "Megatron rows drifted";
+  for (const auto& s : rep.by_source) {
+    if (s.group == "megatron") {
+      EXPECT_LT(s.median_abs, 0.15) << "Megatron rows drifted";
+    }
+  }
   EXPECT_LT(rep.overall.median_abs, 0.40);
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "calib/arena_mesh.h"
 #include "core/csv.h"
 #include "core/stats.h"
 #include "core/strings.h"
@@ -49,16 +50,9 @@ Result<std::vector<CommCurve>> LoadCommMeasurements(const std::string& dir) {
   std::vector<CommCurve> curves;
   for (const auto& path : files) {
     std::string mesh = fs::path(path).stem().string();
-    auto parts = Split(mesh, '_');
-    if (parts.size() < 5 || parts[2] != parts[0] || parts[3] != "n") {
-      return InvalidArgument(path + ": file name is not <hosts>_<gpu>_<hosts>_n_<gpus per host>_d[_ib]");
-    }
-    auto hosts = ParseInt(parts[0], path + ": hosts");
-    auto per = ParseInt(parts[4], path + ": gpus per host");
-    if (!hosts.ok()) return hosts.status();
-    if (!per.ok()) return per.status();
-    auto gpu = FindGpu(parts[1] == "a100" ? "a100-40g" : parts[1]);
-    if (!gpu.ok()) return InvalidArgument(path + ": " + gpu.status().message());
+    auto parsed = ParseArenaMesh(mesh, path);
+    if (!parsed.ok()) return parsed.status();
+    const ArenaMesh& am = *parsed;
     auto table = CsvTable::ReadFile(path);
     if (!table.ok()) return table.status();
     for (const char* col : {"op", "replica_groups", "elements", "dtype", "seconds"})
@@ -83,12 +77,13 @@ Result<std::vector<CommCurve>> LoadCommMeasurements(const std::string& dir) {
       if (it == index.end()) {
         CommCurve c;
         c.mesh = mesh;
-        c.gpu = (*gpu)->name;
+        c.gpu = am.gpu->name;
+        c.intra = am.node->intra;
         c.op = op;
         c.groups = groups;
-        c.hosts = static_cast<int>(*hosts);
-        c.gpus_per_host = static_cast<int>(*per);
-        c.infiniband = mesh.ends_with("_ib");
+        c.hosts = am.hosts;
+        c.gpus_per_host = am.gpus_per_host;
+        c.infiniband = am.infiniband;
         if (groups == "cross-mesh") {
           c.group_size = 2;
           c.cross_node = c.hosts > 1;
@@ -102,7 +97,7 @@ Result<std::vector<CommCurve>> LoadCommMeasurements(const std::string& dir) {
           for (const auto& r : first) {
             auto v = ParseInt(r, table->Where(row, "replica_groups"));
             if (!v.ok()) return v.status();
-            int node = static_cast<int>(*v / *per);
+            int node = static_cast<int>(*v / am.gpus_per_host);
             nodes.insert(node);
             per_node[node]++;
           }
@@ -147,9 +142,7 @@ Topology MeshTopology(const CommCurve& c, double network_gbps) {
   Topology t;
   t.gpu = *FindGpu(c.gpu);
   t.gpus_per_node = c.gpus_per_host;
-  // The Arena testbed's node types (hardware/node.cc says why).
-  auto node = FindNodeType("arena-" + Split(c.mesh, '_')[1]);
-  t.intra = node.ok() ? (*node)->intra : LinkKind::kPcie;
+  t.intra = c.intra;
   t.network_gbps = network_gbps;
   return t;
 }

@@ -32,6 +32,7 @@ struct CommCurve {
   int concurrent = 1;     // groups per node
   bool cross_node = false;
   bool infiniband = false;
+  LinkKind intra = LinkKind::kPcie;  // the testbed node's fabric (hardware/node.cc says why)
   std::vector<CommPoint> points;
   // Fitted:
   double step_latency_s = 0;

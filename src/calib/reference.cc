@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calib/arena_mesh.h"
 #include "core/csv.h"
 #include "core/strings.h"
 #include "model/catalog.h"
@@ -199,15 +200,9 @@ Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, Ref
     }
     for (const auto& [mesh, value] : configs.items()) {
       std::string id = file + ":" + key + "@" + mesh;
-      auto parts = Split(mesh, '_');
-      if (parts.size() < 5) return InvalidArgument(path + ": " + key + ": bad mesh '" + mesh + "'");
-      auto hosts = ParseInt(parts[0], id + ": hosts");
-      auto per = ParseInt(parts[4], id + ": gpus per host");
-      if (!hosts.ok()) return hosts.status();
-      if (!per.ok()) return per.status();
-      std::string gname = parts[1] == "a100" ? "a100-40g" : (parts[1] == "v100" ? "v100-32g" : (parts[1] == "h100" ? "h100-sxm" : parts[1]));
-      auto gpu = FindGpu(gname);
-      if (!gpu.ok()) return InvalidArgument(id + ": " + gpu.status().message());
+      auto parsed = ParseArenaMesh(mesh, path + ": " + key);
+      if (!parsed.ok()) return parsed.status();
+      const ArenaMesh& am = *parsed;
       double seconds = 0;
       if (value.is_number()) {
         seconds = value.get<double>();
@@ -225,16 +220,12 @@ Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, Ref
       c.id = id;
       c.source = "alpa";
       c.model = **model;
-      c.gpu_generation = parts[1];
-      const NodeType* node = nullptr;
-      for (const auto& n : NodeCatalog())
-        if (n.name == "arena-" + parts[1]) node = &n;
-      if (node == nullptr) node = &DefaultNodeFor(**gpu);
-      c.topology.gpu = *gpu;
-      c.topology.gpus_per_node = static_cast<int>(*per);
-      c.topology.intra = node->intra;
-      c.topology.network_gbps = StartsWith(node->name, "arena-") ? arena_network_gbps : node->network_gbps;
-      c.gpus = static_cast<int>(*hosts * *per);
+      c.gpu_generation = am.gpu_token;
+      c.topology.gpu = am.gpu;
+      c.topology.gpus_per_node = am.gpus_per_host;
+      c.topology.intra = am.node->intra;
+      c.topology.network_gbps = am.arena_node() ? arena_network_gbps : am.node->network_gbps;
+      c.gpus = am.hosts * am.gpus_per_host;
       c.global_batch = static_cast<int>(*batch);
       c.precision = c.model.default_precision;
       c.measured_iteration_s = seconds;

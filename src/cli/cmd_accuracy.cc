@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "calib/accuracy.h"
+#include "cli/accuracy_report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/json_out.h"
@@ -31,7 +32,6 @@ nlohmann::json StatsJson(const ErrorStats& s) {
 
 }  // namespace
 
-// Shared with `calibrate`.
 double ArenaNetworkGbps() {
   auto n = FindNodeType("arena-a100");
   return n.ok() ? (*n)->network_gbps : 50;

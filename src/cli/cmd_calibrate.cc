@@ -5,14 +5,13 @@
 
 #include "calib/accuracy.h"
 #include "calib/comm_fit.h"
+#include "cli/accuracy_report.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/strings.h"
 #include "core/table.h"
 
 namespace tessel {
-
-std::string RenderAccuracy(const AccuracyReport& rep, bool rows);
 
 namespace {
 
@@ -105,8 +104,9 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
     io.out << "GEMM efficiency per GPU type (fraction of dense peak):\n" << gt.Render() << "\n";
     for (const auto& fw : fitted.frameworks) {
       if (fw.measured.empty()) continue;
-      TextTable ft({"gpu", "gemm efficiency"});
-      for (const auto& g : fw.measured) ft.AddRow({g.gpu, FormatDouble(g.gemm, 4)});
+      TextTable ft({"gpu", "gemm efficiency", "vs hardware"});
+      for (const auto& g : fw.measured)
+        ft.AddRow({g.gpu, FormatDouble(g.gemm, 4), FormatDouble(g.gemm / fitted.ForGpu(g.gpu).gemm, 3) + "x"});
       io.out << "Framework '" << fw.name << "': kernel factor " << FormatDouble(fw.kernel_efficiency, 4)
              << " elsewhere; measured on:\n" << ft.Render() << "\n";
     }

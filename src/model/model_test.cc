@@ -4,6 +4,7 @@
 
 #include "model/catalog.h"
 #include "model/model.h"
+#include "testing/test_data.h"
 
 namespace tessel {
 namespace {
@@ -38,12 +39,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ParamCase{"bert-base", 110e6, 0.03}, ParamCase{"bert__1.3B", 1.3e9, 0.10},
                       ParamCase{"bert__39B", 39e9, 0.05}, ParamCase{"moe__690M", 690e6, 0.06},
                       ParamCase{"moe__10B", 10e9, 0.10}, ParamCase{"resnet-50", 25.6e6, 0.03}),
-    [](const auto& info) {
-      std::string n = info.param.name;
-      for (char& ch : n)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return n;
-    });
+    [](const auto& info) { return testing::TestName(info.param.name); });
 
 TEST(Catalog, ArenaNamesInBothSpellings) {
   EXPECT_EQ((*FindModel("bert__760M"))->name, "bert__760M");

@@ -45,6 +45,13 @@ struct LayerCost {
   }
 };
 
+// A pipeline stage's per-micro-batch cost; `copies` stages cost the same.
+struct Stage {
+  LayerCost cost;
+  int index = 0;  // position in the pipeline, 0 = first
+  int copies = 1;
+};
+
 struct Ctx {
   const EstimateRequest& req;
   const ParallelPlan& plan;
@@ -53,7 +60,7 @@ struct Ctx {
   const CollectiveModel& coll;
   const PerfParams& params;
   int gpn;  // GPUs per node actually used by this job
-  bool framework_fused_attention;
+  bool fused_attention;  // UsesFusedAttention(...) for this request
 };
 
 GroupShape TpGroup(const Ctx& c) {
@@ -78,7 +85,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   const double h = s.hidden, f = s.ffn_hidden, dh = s.HeadDim();
   const double kv = static_cast<double>(s.kv_heads) * dh;
   const double heads_local = s.heads / t;
-  const bool fused = c.framework_fused_attention && c.topo.gpu->HasFusedAttention() && e == 2.0;
+  const bool fused = c.fused_attention;
   const double ffn_mats = s.gated_ffn ? 3.0 : 2.0;
   LayerCost lc;
 
@@ -256,6 +263,10 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
 
 }  // namespace
 
+bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const FrameworkProfile& framework) {
+  return framework.fused_attention && gpu.HasFusedAttention() && ActivationBytes(precision) == 2.0;
+}
+
 Status ValidatePlan(const EstimateRequest& req) {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
@@ -343,43 +354,45 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const FrameworkProfile& fw = req.framework ? *req.framework : params_.frameworks.front();
   ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
-  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw.fused_attention};
+  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus),
+        UsesFusedAttention(*topo.gpu, p.precision, fw)};
 
-  // Stage costs: first, middle (the busiest of them) and last.
-  std::vector<LayerCost> stages;
+  // Stage costs. Transformers: the first, one middle (standing for the p-2
+  // alike) and the last stage; CNNs: every stage of the balanced partition.
+  std::vector<Stage> stages;
   if (m.kind == ModelKind::kTransformer) {
     const TransformerShape& s = m.tf;
     LayerCost dense = TransformerLayer(c, false);
     LayerCost moe = s.IsMoe() ? TransformerLayer(c, true) : LayerCost();
     double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
     int base = s.layers / p.pp, extra = s.layers % p.pp;
-    int n_stage_kinds = std::min(p.pp, 3);
-    for (int i = 0; i < n_stage_kinds; ++i) {
-      int stage_index = (i == 0) ? 0 : (i == 1 && p.pp > 2 ? 1 : p.pp - 1);
-      int layers = base + (stage_index < extra ? 1 : 0);
-      LayerCost st;
-      st.Add(dense, layers * (1 - moe_frac));
-      if (s.IsMoe()) st.Add(moe, layers * moe_frac);
-      if (stage_index == 0) st.Add(EmbeddingCost(c), 1);
-      if (stage_index == p.pp - 1) st.Add(HeadCost(c), 1);
-      stages.push_back(st);
+    std::vector<Stage> kinds = {{{}, 0, 1}};
+    if (p.pp > 2) kinds.push_back({{}, 1, p.pp - 2});
+    if (p.pp > 1) kinds.push_back({{}, p.pp - 1, 1});
+    for (Stage& st : kinds) {
+      int layers = base + (st.index < extra ? 1 : 0);
+      st.cost.Add(dense, layers * (1 - moe_frac));
+      if (s.IsMoe()) st.cost.Add(moe, layers * moe_frac);
+      if (st.index == 0) st.cost.Add(EmbeddingCost(c), 1);
+      if (st.index == p.pp - 1) st.cost.Add(HeadCost(c), 1);
     }
+    stages = std::move(kinds);
   } else {
     std::vector<LayerCost> blocks;
     blocks.reserve(m.cnn.blocks.size());
     for (const auto& b : m.cnn.blocks) blocks.push_back(CnnBlockCost(c, b));
-    stages = PartitionCnn(blocks, p.pp);
+    std::vector<LayerCost> parts = PartitionCnn(blocks, p.pp);
+    for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
   // Pipeline transfers: one activation per micro-batch each way per stage.
   double p2p = 0;
   if (p.pp > 1) {
-    double tokens = m.kind == ModelKind::kTransformer ? static_cast<double>(p.micro_batch) * m.tf.seq_len : 0;
     double bytes = 0;
     if (m.kind == ModelKind::kTransformer) {
-      bytes = tokens * m.tf.hidden * cm.elem_bytes() / p.tp;
+      bytes = static_cast<double>(p.micro_batch) * m.tf.seq_len * m.tf.hidden * cm.elem_bytes() / p.tp;
     } else {  // the largest activation crossing a stage boundary
-      for (size_t i = 0; i + 1 < stages.size(); ++i) bytes = std::max(bytes, stages[i].out_bytes / p.tp);
+      for (size_t i = 0; i + 1 < stages.size(); ++i) bytes = std::max(bytes, stages[i].cost.out_bytes / p.tp);
     }
     int stage_width = p.tp * p.dp;
     bool cross = stage_width >= topo.gpus_per_node || req.gpus > topo.gpus_per_node;
@@ -390,26 +403,19 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   size_t worst = 0;
   double sum = 0, worst_t = -1;
   for (size_t i = 0; i < stages.size(); ++i) {
-    double t = stages[i].Time() + p2p;
+    double t = stages[i].cost.Time() + p2p;
+    sum += stages[i].copies * t;
     if (t > worst_t) {
       worst_t = t;
       worst = i;
     }
-  }
-  // Average over all p stages: first/last once, the middle kind p-2 times.
-  if (stages.size() == 1) sum = stages[0].Time() + p2p;
-  else if (stages.size() == 2) sum = stages[0].Time() + stages[1].Time() + 2 * p2p;
-  else sum = stages[0].Time() + stages[2].Time() + (p.pp - 2) * stages[1].Time() + p.pp * p2p;
-  if (m.kind == ModelKind::kCnn) {
-    sum = 0;
-    for (const auto& st : stages) sum += st.Time() + p2p;
   }
   const double M = p.num_micro_batches;
   const double s_max = worst_t;
   const double s_avg = sum / p.pp;
   double bubble = (p.pp - 1) * s_avg / p.virtual_stages;
   double pipe = M * s_max + bubble;
-  const LayerCost& ws = stages[worst];
+  const LayerCost& ws = stages[worst].cost;
 
   // Data-parallel synchronisation of the worst stage's gradients.
   StateBytesPerParam sb = StateBytes(p.precision);
@@ -479,7 +485,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   double model_flops = ModelFlopsPerSample(m) * req.global_batch;
   est.model_tflops_per_gpu = model_flops / T / req.gpus / 1e12;
   double hw_flops_per_gpu = 0;
-  for (const auto& st : stages) hw_flops_per_gpu = std::max(hw_flops_per_gpu, st.hw_flops);
+  for (const auto& st : stages) hw_flops_per_gpu = std::max(hw_flops_per_gpu, st.cost.hw_flops);
   est.hardware_tflops_per_gpu = hw_flops_per_gpu * M / T / 1e12;
   est.mfu = est.model_tflops_per_gpu * 1e12 / cm.PeakFlops();
 
@@ -487,7 +493,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // activations).
   MemoryBreakdown best;
   for (size_t i = 0; i < stages.size(); ++i) {
-    const LayerCost& st = stages[i];
+    const LayerCost& st = stages[i].cost;
     double st_expert = expert_params;
     double st_dense = std::max(0.0, st.params - st_expert);
     double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
@@ -501,9 +507,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
     // The first stage holds the most micro-batches in flight; later stages
     // fewer (p - i under 1F1B).
-    int stage_index = (m.kind == ModelKind::kCnn) ? static_cast<int>(i)
-                      : (i == 0 ? 0 : (i == 1 && p.pp > 2 ? 1 : p.pp - 1));
-    double in_flight = InFlightMicroBatches(p.pp - stage_index, p.num_micro_batches, p.virtual_stages);
+    double in_flight = InFlightMicroBatches(p.pp - stages[i].index, p.num_micro_batches, p.virtual_stages);
     mem.in_flight_micro_batches = in_flight;
     mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
     mem.overhead_gib = params_.memory_overhead_gib;

@@ -73,6 +73,11 @@ struct Estimate {
   ParallelPlan plan;
 };
 
+// Whether attention runs as one fused (FlashAttention-style) kernel: the
+// framework has it, the GPU supports it (sm_80+) and activations are 16-bit.
+// Then no s x s tensor is stored and selective recompute has nothing to drop.
+bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const FrameworkProfile& framework);
+
 // Checks a plan against the model, GPU count and batch. InvalidArgument
 // names the rule broken ("d*t*p = 2*4*2 = 16 != --gpus 8").
 Status ValidatePlan(const EstimateRequest& req);

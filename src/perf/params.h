@@ -62,8 +62,8 @@ struct PerfParams {
   GpuEfficiency fallback;  // for GPU types without calibration data
   // frameworks[0] is the default (Megatron-class kernels).
   std::vector<FrameworkProfile> frameworks = {
-      {"megatron", 1.0, true, "Megatron-LM / Megatron-Core, NVIDIA reference stacks"},
-      {"alpa", 0.6, false, "Alpa on JAX/XLA: compiler-generated kernels, no fused attention"}};
+      {"megatron", 1.0, true, "Megatron-LM / Megatron-Core, NVIDIA reference stacks", {}},
+      {"alpa", 0.6, false, "Alpa on JAX/XLA: compiler-generated kernels, no fused attention", {}}};
 
   // --- communication ---
   LinkFit pcie{0.47, 8};

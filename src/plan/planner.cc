@@ -61,8 +61,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   }
   const bool grid = req.mode == SearchMode::kGrid;
   const FrameworkProfile& fw = req.framework ? *req.framework : estimator.params().frameworks.front();
-  const bool fused_attention = m.kind == ModelKind::kTransformer && fw.fused_attention &&
-                               topo.gpu->HasFusedAttention() && ActivationBytes(req.precision) == 2.0;
+  const bool fused_attention =
+      m.kind == ModelKind::kTransformer && UsesFusedAttention(*topo.gpu, req.precision, fw);
   const bool transformer = m.kind == ModelKind::kTransformer;
   const int layers = m.NumLayers();
 

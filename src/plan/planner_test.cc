@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/catalog.h"
+#include "testing/test_data.h"
 
 namespace tessel {
 namespace {
@@ -63,12 +64,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"bert__2.6B", "a40", 8, 256, 2}, Case{"moe__10B", "v100-32g", 16, 512, 16},
                       Case{"wide_resnet__2B", "a10", 8, 512, 2}, Case{"llama3-8b", "l4", 16, 64, 8},
                       Case{"resnet-50", "t4", 4, 256, 4}),
-    [](const auto& info) {
-      std::string n = std::string(info.param.model) + "_" + info.param.gpu;
-      for (char& ch : n)
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return n;
-    });
+    [](const auto& info) { return testing::TestName(std::string(info.param.model) + "_" + info.param.gpu); });
 
 TEST(Planner, Gpt3OnThousandA100s) {
   const ModelSpec& m = **FindModel("gpt3-175b");

@@ -3,6 +3,7 @@
 // path they looked at, when it is absent.
 #pragma once
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,13 @@ namespace tessel::testing {
 inline std::string DataDir() {
   if (const char* env = std::getenv("TESSEL_DATA"); env && *env) return env;
   return std::string(TESSEL_SOURCE_DIR) + "/../shared/data";
+}
+
+// A gtest parameter name from free text: non-alphanumerics become '_'.
+inline std::string TestName(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
 }
 
 }  // namespace tessel::testing
