@@ -14,6 +14,12 @@ const std::vector<CommandSpec>& Commands() {
       {"plan", "Search parallel plans (full search or an Arena grid) and rank them", SetupPlan},
       {"accuracy", "Compare the estimator with published and Alpa-measured runs", SetupAccuracy},
       {"calibrate", "Fit the estimator's parameters from measurements in TESSEL_DATA", SetupCalibrate},
+      {"clusters", "List the embedded clusters (or show a cluster YAML file)", SetupClusters},
+      {"policies", "List the scheduling policies and their options", SetupPolicies},
+      {"gen-trace", "Write a seeded synthetic workload (Poisson arrivals, published size/duration mixes)",
+       SetupGenTrace},
+      {"simulate", "Simulate a policy on a cluster and a trace: JCTs, queueing, utilisation, plots", SetupSimulate},
+      {"compare", "Simulate several policies on the same cluster and trace, side by side", SetupCompare},
   };
   return table;
 }
@@ -21,7 +27,8 @@ const std::vector<CommandSpec>& Commands() {
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"tessel: a scheduler for training large models on heterogeneous GPU clusters.\n"
                "Estimates and plans parallel training (data/tensor/pipeline parallelism,\n"
-               "micro-batching, recomputation, ZeRO) for a model on a GPU type."};
+               "micro-batching, recomputation, ZeRO) for a model on a GPU type, and simulates\n"
+               "scheduling policies on a cluster and a trace."};
   app.name(args.empty() ? "tessel" : args[0]);
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessel 0.1.0");

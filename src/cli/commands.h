@@ -42,5 +42,10 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io);
 CommandAction SetupPlan(CLI::App& app, CommandIo io);
 CommandAction SetupAccuracy(CLI::App& app, CommandIo io);
 CommandAction SetupCalibrate(CLI::App& app, CommandIo io);
+CommandAction SetupClusters(CLI::App& app, CommandIo io);
+CommandAction SetupPolicies(CLI::App& app, CommandIo io);
+CommandAction SetupGenTrace(CLI::App& app, CommandIo io);
+CommandAction SetupSimulate(CLI::App& app, CommandIo io);
+CommandAction SetupCompare(CLI::App& app, CommandIo io);
 
 }  // namespace tessel

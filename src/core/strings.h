@@ -15,6 +15,7 @@ std::string Trim(std::string_view s);
 std::string ToLower(std::string_view s);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
 bool Contains(std::string_view s, std::string_view needle);
 
 // Strict parsers: the whole string must be a number. `what` names the field

@@ -1,0 +1,173 @@
+#include "cli/sim_flags.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/common.h"
+#include "core/strings.h"
+#include "policy/policy.h"
+#include "sim/arena_db.h"
+#include "workload/gen_trace.h"
+#include "workload/trace.h"
+
+namespace tessel {
+
+void SimFlags::Add(CLI::App& app) {
+  app.add_option("--cluster", cluster,
+                 "Embedded cluster name (see `tessel clusters`) or a cluster YAML file (default demo)");
+  app.add_option("--trace", traces,
+                 "Trace file or directory of traces; repeat to merge. Default: the embedded synthetic "
+                 "workload (`tessel gen-trace` with --seed)");
+  app.add_option("--format", format, "Trace format: auto|arena|pollux|itp|philly|alibaba|tessel (default auto)");
+  app.add_option("--seed", seed, "Seed for every random choice: model mapping, failures, generated trace (default 1)");
+  app.add_option("--horizon", horizon, "Stop at this simulated time (e.g. 7d, 36h); unfinished jobs are reported");
+  app.add_option("--round", round, "Scheduling round length (default 300 s)");
+  app.add_option("--truth", truth,
+                 "What jobs really run at: estimator (default) or arena-db (Arena's measured prof_database, "
+                 "estimator where it has no entry)");
+  app.add_option("--baseline-parallelism", baseline_parallelism,
+                 "Plans of the baseline policies: dp (data parallel, or the planner's plan when DP does not fit; "
+                 "default) or best (the planner's best plan for each allocation)");
+  app.add_option("--reference-gpu", reference_gpu,
+                 "GPU type a trace's durations were measured on when it names none (default: the cluster's "
+                 "most numerous type)");
+  app.add_option("--limit", limit, "Simulate only the first N jobs of the trace");
+  app.add_option("--time-scale", time_scale, "Multiply arrival times (< 1: denser arrivals)");
+  app.add_option("--node-mtbf-h", node_mtbf_h, "Mean time between failures per node, hours (default 0: none)");
+  app.add_option("--repair-h", repair_h, "Hours until a failed node returns (default 1)");
+  app.add_option("--checkpoint-interval", checkpoint_interval_s,
+                 "Seconds between a running job's checkpoints (failures lose progress since the last; default 1800)");
+  app.add_option("--storage-gbs", storage_gbs, "Checkpoint read/write bandwidth per node, GB/s (default 2)");
+  app.add_option("--restart-overhead", restart_overhead_s,
+                 "Seconds a restart costs besides checkpoint save/load and plan search (default 10)");
+  app.add_option("--out", out, "Write summary.json, jobs.csv, timeline.csv and plots (PNG, gnuplot) to this directory");
+  app.add_option("--event-log", event_log, "Write every event and decision to this file");
+  app.add_option("--data", data, "Shared data folder for --truth arena-db (default $TESSEL_DATA or ../shared/data)");
+  app.add_flag("--json", json, "Print the summary as JSON");
+  app.add_flag("--no-progress", no_progress, "No progress bar on stderr");
+}
+
+Result<SimSetup> ResolveSim(const SimFlags& f) {
+  auto cluster = LoadCluster(f.cluster);
+  if (!cluster.ok()) return Status(cluster.status().code(), "--cluster: " + cluster.status().message());
+  SimSetup setup{std::move(*cluster), {}, {}, {}};
+  if (f.traces.empty()) {
+    GenTraceOptions g;
+    g.seed = f.seed;
+    setup.workload = GenerateTrace(g);
+    if (f.limit > 0 && setup.workload.jobs.size() > f.limit) setup.workload.jobs.resize(f.limit);
+  } else {
+    auto format = ParseTraceFormat(f.format);
+    if (!format.ok()) return InvalidArgument("--format: " + format.status().message());
+    TraceOptions opts;
+    opts.seed = f.seed;
+    opts.limit = f.limit;
+    opts.time_scale = f.time_scale;
+    auto w = LoadTraces(f.traces, *format, opts);
+    if (!w.ok()) return w.status();
+    setup.workload = std::move(*w);
+  }
+  setup.notes = setup.workload.notes;
+  SimConfig& c = setup.config;
+  c.seed = f.seed;
+  auto round = ParseDuration(f.round, "--round");
+  if (!round.ok()) return round.status();
+  if (*round <= 0) return InvalidArgument("--round: must be positive");
+  c.round = *round;
+  if (!f.horizon.empty()) {
+    auto h = ParseDuration(f.horizon, "--horizon");
+    if (!h.ok()) return h.status();
+    c.horizon = *h;
+  }
+  if (f.node_mtbf_h < 0 || f.repair_h < 0 || f.checkpoint_interval_s < 0 || !(f.storage_gbs > 0) ||
+      f.restart_overhead_s < 0 || !(f.time_scale > 0)) {
+    return InvalidArgument(
+        "--node-mtbf-h, --repair-h, --checkpoint-interval and --restart-overhead must be >= 0; --storage-gbs and "
+        "--time-scale > 0");
+  }
+  c.failures.node_mtbf_s = f.node_mtbf_h * 3600;
+  c.failures.repair_s = f.repair_h * 3600;
+  c.failures.checkpoint_interval_s = f.checkpoint_interval_s;
+  c.reconfig.storage_gbs_per_node = f.storage_gbs;
+  c.reconfig.restart_overhead_s = f.restart_overhead_s;
+  c.reference_gpu = f.reference_gpu;
+  if (!f.reference_gpu.empty() && setup.cluster.FindType(f.reference_gpu) < 0) {
+    std::vector<std::string> have;
+    for (size_t t = 0; t < setup.cluster.types().size(); ++t) have.push_back(setup.cluster.TypeName(t));
+    return InvalidArgument("--reference-gpu " + f.reference_gpu + ": not in the cluster; it has " + Join(have, ", "));
+  }
+  if (f.truth != "estimator" && f.truth != "arena-db") {
+    return InvalidArgument("--truth " + f.truth + ": expected estimator or arena-db");
+  }
+  auto mode = ParsePlanMode(f.baseline_parallelism);
+  if (!mode.ok()) return InvalidArgument("--baseline-parallelism: " + mode.status().message());
+  return setup;
+}
+
+namespace {
+
+// A one-line progress bar, redrawn in place, on a terminal only.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::ostream& err, std::string label) : err_(err), label_(std::move(label)) {}
+  ~ProgressBar() {
+    if (drawn_) err_ << "\r\033[K" << std::flush;
+  }
+  void Update(const SimProgress& p) {
+    int pct = p.total > 0 ? static_cast<int>(100.0 * p.finished / p.total) : 100;
+    int fill = pct / 4;
+    err_ << "\r" << label_ << " [" << std::string(fill, '#') << std::string(25 - fill, '.') << "] " << pct << "% "
+         << p.finished << "/" << p.total << " jobs, t=" << FormatDuration(p.now) << "\033[K" << std::flush;
+    drawn_ = true;
+  }
+
+ private:
+  std::ostream& err_;
+  std::string label_;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std::string& policy_spec,
+                            std::ostream& err) {
+  PolicyContext ctx;
+  ctx.baseline_plan_mode = ParsePlanMode(f.baseline_parallelism).value();
+  ctx.seed = f.seed;
+  auto policy = PolicyRegistry::Builtin().Create(policy_spec, ctx);
+  if (!policy.ok()) return policy.status();
+  EstimatorThroughput belief(setup.cluster, (*policy)->traits().plan_mode);
+  ThroughputModel* truth = &belief;
+  std::unique_ptr<ArenaDbThroughput> db;
+  if (f.truth == "arena-db") {
+    std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/prof_database.json").string();
+    auto loaded = ArenaDbThroughput::Load(path, setup.cluster, belief);
+    if (!loaded.ok()) return Status(loaded.status().code(), "--truth arena-db: " + loaded.status().message());
+    db = std::move(*loaded);
+    truth = db.get();
+  }
+  Simulator sim(setup.cluster, setup.workload, **policy, belief, *truth, setup.config);
+  std::ofstream log;
+  if (!f.event_log.empty()) {
+    log.open(f.event_log, std::ios::binary);
+    if (!log) return Unavailable("--event-log: cannot write " + f.event_log);
+    sim.set_event_log(&log);
+  }
+  std::unique_ptr<ProgressBar> bar;
+  if (!f.no_progress && &err == &std::cerr && isatty(STDERR_FILENO)) {
+    bar = std::make_unique<ProgressBar>(err, policy_spec);
+    sim.set_progress([b = bar.get()](const SimProgress& p) { b->Update(p); }, 2048);
+  }
+  auto result = sim.Run();
+  bar.reset();
+  if (!result.ok()) return result.status();
+  result->summary.policy = policy_spec;
+  if (db) result->summary.truth_fallbacks += db->fallback_answers();
+  return result;
+}
+
+}  // namespace tessel

@@ -1,0 +1,62 @@
+// The flags `tessel simulate` and `tessel compare` share, and turning them
+// into a cluster, a workload, throughput models and a run.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hardware/cluster.h"
+#include "sim/engine.h"
+#include "workload/job.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tessel {
+
+struct SimFlags {
+  std::string cluster = "demo";
+  std::vector<std::string> traces;  // empty: the embedded synthetic workload
+  std::string format = "auto";
+  uint64_t seed = 1;
+  std::string horizon;
+  std::string round = "300";
+  std::string truth = "estimator";
+  std::string baseline_parallelism = "dp";
+  std::string reference_gpu;
+  std::string out;
+  std::string event_log;
+  std::string data;
+  bool json = false;
+  bool no_progress = false;
+  size_t limit = 0;
+  double time_scale = 1.0;
+  double node_mtbf_h = 0;
+  double repair_h = 1;
+  double checkpoint_interval_s = 1800;
+  double storage_gbs = 2.0;
+  double restart_overhead_s = 10;
+
+  void Add(CLI::App& app);
+};
+
+// What a run needs, resolved once and shared by every policy of a compare.
+struct SimSetup {
+  Cluster cluster;
+  Workload workload;
+  SimConfig config;
+  std::vector<std::string> notes;  // importer notes, shown on stderr
+};
+
+Result<SimSetup> ResolveSim(const SimFlags& flags);
+
+// Runs `policy_spec` on the setup. Progress goes to `err` when it is a
+// terminal (stderr is a TTY) and the run is long.
+Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, const std::string& policy_spec,
+                            std::ostream& err);
+
+}  // namespace tessel

@@ -1,0 +1,46 @@
+// Placement on a scratch copy of the free GPUs, for policies to plan a
+// decision with: take GPUs for one job after another, release what a
+// decision frees, without touching the snapshot.
+//
+// Consolidation rule (LWF-κ's consolidation; Tiresias/Gavel place the same
+// way): a job that fits on one node goes to the node whose free GPUs fit it
+// most tightly (best fit, lowest node id on ties); a larger job takes the
+// fewest nodes, fullest-free first. `max_nodes` bounds the spread (κ).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "policy/snapshot.h"
+
+namespace tessel {
+
+class FreeMap {
+ public:
+  explicit FreeMap(const Snapshot& snapshot);
+
+  int free_of_type(int type) const { return free_by_type_[type]; }
+  int free_on(int node) const { return free_[node]; }
+  // Whether `gpus` GPUs of `type` could be placed now (within max_nodes
+  // nodes; 0 = unbounded).
+  bool CanPlace(int type, int gpus, int max_nodes = 0) const;
+  // Takes the GPUs and returns where; nullopt when they do not fit.
+  std::optional<Allocation> Place(int type, int gpus, int max_nodes = 0);
+  void Release(const Allocation& alloc);
+  // Takes exactly `alloc` (which must be free).
+  void Take(const Allocation& alloc);
+
+ private:
+  const Cluster* cluster_;
+  std::vector<int> free_;
+  std::vector<int> free_by_type_;
+  std::vector<int> max_free_by_type_;  // upper bound, refreshed lazily
+};
+
+// The job's GPU types in the order a heterogeneity-unaware policy tries
+// them: the requested type alone when the job names one present in the
+// cluster; otherwise every type, fastest first by `belief` at the requested
+// GPU count (ties by type index). Types where the job cannot fit are left out.
+std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot);
+
+}  // namespace tessel

@@ -1,0 +1,90 @@
+// The policy interface and its registry. A policy is a decision function:
+// given a read-only Snapshot it returns a Decision. Implementations must
+//  - not mutate the snapshot (it is const) or keep pointers into it;
+//  - return the same Decision for the same snapshot (they may memoise, e.g.
+//    an LP solution keyed by the set of jobs, but never depend on call
+//    history in a way the snapshot does not determine);
+//  - only assign GPUs that are free in the snapshot or released by the same
+//    Decision (the backend checks and reports a violation as a bug);
+//  - be deterministic: ties break on job index, node id, type index.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "policy/snapshot.h"
+#include "policy/throughput.h"
+
+namespace tessel {
+
+struct PolicyTraits {
+  // Called at every scheduling round, not only on events.
+  bool uses_rounds = false;
+  // How jobs choose plans under this policy (the belief and truth use it).
+  PlanMode plan_mode = PlanMode::kDataParallel;
+  // Restarts pay the parallelism plan search time (adaptive policies).
+  bool searches_plans = false;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual PolicyTraits traits() const = 0;
+  virtual Decision Decide(const Snapshot& snapshot) = 0;
+};
+
+// Options from a policy spec "name:key=value:key=value" (e.g.
+// "fcfs:backfill=easy", "tiresias:queues=2:threshold=3600").
+class PolicyOptions {
+ public:
+  PolicyOptions() = default;
+  explicit PolicyOptions(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  bool Has(const std::string& key) const { return values_.count(key) > 0; }
+  std::string GetString(const std::string& key, const std::string& fallback) const;
+  Result<double> GetDouble(const std::string& key, double fallback) const;
+  Result<bool> GetBool(const std::string& key, bool fallback) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// Context every policy is built with.
+struct PolicyContext {
+  PlanMode baseline_plan_mode = PlanMode::kDataParallel;  // --baseline-parallelism
+  uint64_t seed = 0;
+};
+
+using PolicyFactory =
+    std::function<Result<std::unique_ptr<Policy>>(const PolicyOptions&, const PolicyContext&)>;
+
+struct PolicyInfo {
+  std::string name;
+  std::string summary;                 // one line, with the paper
+  std::vector<std::string> options;    // "backfill=none|first-fit|easy (default none)"
+  PolicyFactory factory;
+};
+
+class PolicyRegistry {
+ public:
+  // The registry with every built-in policy (policy/builtin.cc).
+  static const PolicyRegistry& Builtin();
+
+  // InvalidArgument on a duplicate name.
+  Status Register(PolicyInfo info);
+  const std::vector<PolicyInfo>& policies() const { return policies_; }
+  // "fcfs:backfill=easy" -> the policy. Unknown names list the known ones;
+  // unknown option keys list the policy's options.
+  Result<std::unique_ptr<Policy>> Create(std::string_view spec, const PolicyContext& ctx) const;
+
+ private:
+  std::vector<PolicyInfo> policies_;
+};
+
+}  // namespace tessel

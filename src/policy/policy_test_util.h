@@ -1,0 +1,111 @@
+// Builders for policy tests: a cluster, jobs in given phases, and a
+// Snapshot over them, without the simulator.
+//   PolicyFixture f("demo");                      // or any cluster spec
+//   JobView& a = f.AddJob(MakeJob("a").Model("gpt3-1.3b").Gpus(8).Iterations(1000));
+//   f.Run(a, f.Place(a100, 8));                    // running on 8 A100s
+//   Decision d = policy->Decide(f.Snap(/*now=*/Seconds(60)));
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policy/placement.h"
+#include "policy/policy.h"
+
+namespace tessel::testing {
+
+class JobBuilder {
+ public:
+  explicit JobBuilder(std::string id) {
+    spec_.id = std::move(id);
+    spec_.model = "gpt3-350m";
+    spec_.global_batch = 32;
+    spec_.iterations = 1000;
+  }
+  JobBuilder& Model(std::string m) { spec_.model = std::move(m); return *this; }
+  JobBuilder& Batch(int b) { spec_.global_batch = b; return *this; }
+  JobBuilder& Gpus(int g) {
+    spec_.requested_gpus = g;
+    spec_.min_gpus = g;
+    spec_.max_gpus = g;
+    return *this;
+  }
+  JobBuilder& Elastic(int lo, int hi) { spec_.min_gpus = lo; spec_.max_gpus = hi; return *this; }
+  JobBuilder& Type(std::string t) { spec_.requested_gpu_type = std::move(t); return *this; }
+  JobBuilder& Submit(SimTime t) { spec_.submit = t; return *this; }
+  JobBuilder& Iterations(double n) { spec_.iterations = n; return *this; }
+  JobBuilder& Priority(int p) { spec_.priority = p; return *this; }
+  const JobSpec& spec() const { return spec_; }
+
+ private:
+  JobSpec spec_;
+};
+inline JobBuilder MakeJob(std::string id) { return JobBuilder(std::move(id)); }
+
+class PolicyFixture {
+ public:
+  explicit PolicyFixture(std::string_view cluster, PlanMode mode = PlanMode::kDataParallel)
+      : cluster_(LoadCluster(cluster).value()), belief_(cluster_, mode) {
+    free_.resize(cluster_.nodes().size());
+    up_.assign(cluster_.nodes().size(), 1);
+    for (const ClusterNode& n : cluster_.nodes()) free_[n.id] = n.gpus;
+  }
+
+  const Cluster& cluster() const { return cluster_; }
+  EstimatorThroughput& belief() { return belief_; }
+  int Type(std::string_view gpu) const { return cluster_.FindType(gpu); }
+
+  // Adds a pending job (work = spec's iterations).
+  JobView& AddJob(const JobBuilder& b) {
+    specs_.push_back(b.spec());
+    JobView v;
+    v.index = static_cast<int>(views_.size());
+    v.spec = &specs_.back();
+    v.total_iterations = b.spec().iterations.value_or(1000);
+    v.attained_gpu_s_by_type.assign(cluster_.types().size(), 0.0);
+    views_.push_back(v);
+    return views_.back();
+  }
+  // GPUs for `gpus` of `type`, consolidated, taken from the free pool.
+  Allocation Place(int type, int gpus) {
+    Snapshot s = Snap(0);
+    FreeMap fm(s);
+    Allocation a = fm.Place(type, gpus).value();
+    return a;
+  }
+  // Marks `job` running on `alloc` since `since` (takes the GPUs).
+  void Run(JobView& job, const Allocation& alloc, SimTime since = 0) {
+    for (const Placement& p : alloc.parts) free_[p.node] -= p.gpus;
+    job.alloc = alloc;
+    job.phase = JobPhase::kRunning;
+    job.first_start = job.first_start == kNever ? since : job.first_start;
+    job.alloc_since = since;
+  }
+  Snapshot Snap(SimTime now) {
+    ptrs_.clear();
+    for (const JobView& v : views_) ptrs_.push_back(&v);
+    Snapshot s;
+    s.now = now;
+    s.cluster = &cluster_;
+    s.free_gpus = free_;
+    s.node_up = up_;
+    s.jobs = ptrs_;
+    s.belief = &belief_;
+    s.round_length = Seconds(300);
+    return s;
+  }
+  std::deque<JobView>& jobs() { return views_; }
+
+ private:
+  Cluster cluster_;
+  EstimatorThroughput belief_;
+  std::deque<JobSpec> specs_;
+  std::deque<JobView> views_;
+  std::vector<const JobView*> ptrs_;
+  std::vector<int> free_;
+  std::vector<uint8_t> up_;
+};
+
+}  // namespace tessel::testing

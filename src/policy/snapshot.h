@@ -1,0 +1,93 @@
+// What a policy sees: a read-only snapshot of the cluster and of the active
+// jobs (pending and running), and what it returns: a Decision. The same
+// types serve the simulator and the Slurm daemon; a policy cannot tell them
+// apart (SYSTEM.md, "the shape of the system").
+#pragma once
+
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/sim_time.h"
+#include "hardware/cluster.h"
+#include "workload/job.h"
+
+namespace tessel {
+
+class ThroughputModel;
+
+struct Placement {
+  int node = 0;
+  int gpus = 0;
+  bool operator==(const Placement&) const = default;
+};
+
+// GPUs of one type on one or more nodes. Empty = no GPUs.
+struct Allocation {
+  int type = -1;                 // index into Cluster::types()
+  std::vector<Placement> parts;  // ascending node ids, gpus > 0
+
+  bool empty() const { return parts.empty(); }
+  int gpus() const {
+    int n = 0;
+    for (const Placement& p : parts) n += p.gpus;
+    return n;
+  }
+  int nodes() const { return static_cast<int>(parts.size()); }
+  bool operator==(const Allocation&) const = default;
+  // "a100-40g x8 on n3:4,n7:4"
+  std::string ToString(const Cluster& cluster) const;
+};
+
+enum class JobPhase {
+  kPending,      // waiting for GPUs (never started, or suspended)
+  kStarting,     // holds GPUs, loading/reconfiguring: no progress yet
+  kRunning,      // holds GPUs and makes progress
+};
+const char* JobPhaseName(JobPhase p);
+
+// A job's run-time state. Owned by the backend; policies read it only.
+struct JobView {
+  int index = 0;                 // position in the workload (stable id)
+  const JobSpec* spec = nullptr;
+  JobPhase phase = JobPhase::kPending;
+  Allocation alloc;              // empty while pending
+  double total_iterations = 0;
+  double done_iterations = 0;    // as of the snapshot time
+  SimTime first_start = kNever;  // kNever: not started yet
+  SimTime alloc_since = 0;       // when the current allocation (or wait) began
+  double attained_gpu_s = 0;     // GPU-seconds held so far (Tiresias' service)
+  std::vector<double> attained_gpu_s_by_type;  // per Cluster type
+  int restarts = 0;              // allocation changes after the first start
+  int preemptions = 0;           // times suspended back to pending
+
+  double remaining_iterations() const { return total_iterations - done_iterations; }
+  bool started() const { return first_start != kNever; }
+};
+
+struct Snapshot {
+  SimTime now = 0;
+  const Cluster* cluster = nullptr;
+  std::span<const int> free_gpus;      // per node id; 0 on failed nodes
+  std::span<const uint8_t> node_up;    // per node id
+  std::span<const JobView* const> jobs;  // active jobs, in submit order
+  // The policy's belief about speeds. Non-const only because it memoises;
+  // asking it questions never changes an answer.
+  ThroughputModel* belief = nullptr;
+  SimTime round_length = 0;
+};
+
+// What a policy wants changed. Jobs not named keep their allocation.
+// Naming a job with its current allocation is a no-op.
+struct Decision {
+  // job index -> its new allocation (empty = suspend / keep waiting).
+  std::vector<std::pair<int, Allocation>> assign;
+  // job index -> why it can never run; the job leaves the system.
+  std::vector<std::pair<int, std::string>> reject;
+  // Ask to be called again at this time even if nothing happens (e.g. when a
+  // running job will cross a priority threshold). kNever = not needed.
+  SimTime wake_at = kNever;
+};
+
+}  // namespace tessel

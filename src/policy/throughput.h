@@ -1,0 +1,71 @@
+// How fast a job trains on an allocation: the one question every policy and
+// the simulator ask. A ThroughputModel answers it from some source — the
+// analytical estimator + planner (EstimatorThroughput), or measured tables
+// (policy/table_throughput.h). The simulator's truth and the policies'
+// belief are two ThroughputModels, possibly different ones.
+//
+// Not thread-safe: implementations memoise answers. Answers must be a pure
+// function of (job model, global batch, GPU type, GPUs, nodes): the same
+// question always gets the same answer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "hardware/cluster.h"
+#include "perf/params.h"
+#include "perf/parallel_plan.h"
+#include "workload/job.h"
+
+namespace tessel {
+
+struct JobRate {
+  bool fits = false;
+  double iteration_time_s = 0;  // one iteration at the job's global batch
+  double samples_per_s = 0;
+  double tokens_per_s = 0;      // 0 for models without tokens (CNNs)
+  ParallelPlan plan;            // the plan this rate assumes
+  std::string reason;           // why it does not fit, when !fits
+};
+
+// How a job chooses its parallelism plan on an allocation.
+enum class PlanMode {
+  // Static, as the classic schedulers assume: pure data parallelism when the
+  // model fits it; otherwise the planner's best plan for the allocation
+  // (the plan a user would have had to write by hand to run at all).
+  kDataParallel,
+  // Adaptive: the planner's best plan for every allocation.
+  kBest,
+};
+Result<PlanMode> ParsePlanMode(std::string_view s);  // "dp" | "best"
+const char* PlanModeName(PlanMode m);
+
+class ThroughputModel {
+ public:
+  virtual ~ThroughputModel() = default;
+  virtual std::string_view name() const = 0;
+  // The rate of `job` on `gpus` GPUs of the cluster's GPU type `type`
+  // spread over `nodes` nodes. The reference stays valid for the model's
+  // lifetime.
+  virtual const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) = 0;
+};
+
+// The analytical estimator behind the planner (src/perf, src/plan).
+class EstimatorThroughput : public ThroughputModel {
+ public:
+  EstimatorThroughput(const Cluster& cluster, PlanMode mode, PerfParams params = DefaultPerfParams());
+  ~EstimatorThroughput() override;
+  std::string_view name() const override { return "estimator"; }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
+  // Estimates made so far (cache misses), for reports and benchmarks.
+  int64_t estimates() const { return misses_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int64_t misses_ = 0;
+};
+
+}  // namespace tessel

@@ -1,0 +1,46 @@
+// Arena's measured iteration times (arena/database/prof_database.json: the
+// best plan Alpa found for each model, batch and mesh, timed on real GPUs)
+// as a ThroughputModel, for `--truth arena-db`.
+//
+// A job's rate on an allocation is the measured time for its model, batch
+// and (hosts, GPUs per host, GPU type) when the database has that entry;
+// -1 in the database (measured out of memory) is "does not fit". Shapes the
+// database lacks (other models, uneven splits, other GPU types) are
+// answered by the fallback model, and counted.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "core/status.h"
+#include "policy/throughput.h"
+
+namespace tessel {
+
+class ArenaDbThroughput : public ThroughputModel {
+ public:
+  // Reads `path` (prof_database.json or the h100/l20 variant).
+  static Result<std::unique_ptr<ArenaDbThroughput>> Load(const std::string& path, const Cluster& cluster,
+                                                         ThroughputModel& fallback);
+
+  std::string_view name() const override { return "arena-db"; }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
+  int64_t measured_answers() const { return measured_; }
+  int64_t fallback_answers() const { return fallbacks_; }
+
+ private:
+  ArenaDbThroughput(const Cluster& cluster, ThroughputModel& fallback) : cluster_(cluster), fallback_(fallback) {}
+
+  // (model key "bert_1.3B_128", GPU, hosts, GPUs per host) -> seconds.
+  using Key = std::tuple<std::string, const GpuSpec*, int, int>;
+  const Cluster& cluster_;
+  ThroughputModel& fallback_;
+  std::map<Key, double> measured_s_;
+  std::map<std::tuple<std::string, int, int, int, int>, JobRate> cache_;
+  int64_t measured_ = 0;
+  int64_t fallbacks_ = 0;
+};
+
+}  // namespace tessel

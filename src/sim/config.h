@@ -1,0 +1,48 @@
+// What a simulation run is configured with, beyond cluster, workload and
+// policy: round length, horizon, reconfiguration costs, failures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/sim_time.h"
+
+namespace tessel {
+
+// What changing a job's allocation costs (SYSTEM.md idea 1: a restart is
+// checkpoint save + load + the parallelism search). During it the job holds
+// its new GPUs and makes no progress.
+struct ReconfigCost {
+  // Checkpoint size per parameter: 16-bit weights + fp32 master weights and
+  // two Adam moments = 2 + 12 bytes (fp32 training: 4 + 8).
+  double checkpoint_bytes_per_param_mixed = 14;
+  double checkpoint_bytes_per_param_fp32 = 12;
+  // Storage bandwidth each node of the job reads/writes at, GB/s.
+  double storage_gbs_per_node = 2.0;
+  // Process launch, NCCL communicator set-up, data-loader warm-up.
+  double restart_overhead_s = 10;
+  // Plan search on a restart, for policies that search plans: per GPU of
+  // the new allocation, capped (Arena's pruned search: 10 s per GPU, at
+  // most 40 s; a full Alpa-style search is 150 s per GPU, at most 600 s).
+  double search_s_per_gpu = 10;
+  double search_cap_s = 40;
+};
+
+struct FailureModel {
+  double node_mtbf_s = 0;       // mean time between failures per node; 0 = none
+  double repair_s = 3600;       // a failed node returns after this long
+  double checkpoint_interval_s = 1800;  // running jobs checkpoint this often
+};
+
+struct SimConfig {
+  SimTime round = Seconds(300);   // scheduling round
+  SimTime horizon = kNever;       // stop here; unfinished jobs are reported
+  uint64_t seed = 1;
+  ReconfigCost reconfig;
+  FailureModel failures;
+  // GPU type whose speed a trace's durations refer to, when a job names
+  // none ("" = the cluster's type with the most GPUs, first on ties).
+  std::string reference_gpu;
+};
+
+}  // namespace tessel

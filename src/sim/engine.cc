@@ -1,0 +1,751 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <queue>
+#include <random>
+
+#include "model/catalog.h"
+
+namespace tessel {
+namespace {
+
+// Event kinds in the order simultaneous events are handled: state changes
+// that free resources first, then arrivals, then the triggers that only ask
+// for a decision.
+enum class EventKind : int {
+  kComplete = 0,
+  kReady = 1,      // a reconfiguration finished: the job starts progressing
+  kNodeRepair = 2,
+  kNodeFail = 3,
+  kArrival = 4,
+  kRound = 5,
+  kWake = 6,
+};
+
+const char* EventName(EventKind k) {
+  switch (k) {
+    case EventKind::kComplete: return "complete";
+    case EventKind::kReady: return "ready";
+    case EventKind::kNodeRepair: return "repair";
+    case EventKind::kNodeFail: return "fail";
+    case EventKind::kArrival: return "arrive";
+    case EventKind::kRound: return "round";
+    case EventKind::kWake: return "wake";
+  }
+  return "?";
+}
+
+struct Event {
+  SimTime time;
+  EventKind kind;
+  int target;        // job index, node id, or -1
+  uint64_t version;  // job events: stale when the job's version moved on
+  uint64_t seq;      // insertion order breaks remaining ties
+
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (kind != o.kind) return kind > o.kind;
+    if (target != o.target) return target > o.target;
+    return seq > o.seq;
+  }
+};
+
+enum class Status_ { kNotArrived, kActive, kFinished, kRejected };
+
+struct JobState {
+  JobView view;
+  Status_ status = Status_::kNotArrived;
+  double iteration_time_s = 0;  // truth, of the current allocation
+  double samples_per_iter = 0;
+  double tokens_per_iter = 0;
+  SimTime progress_since = 0;   // done_iterations is exact at this time
+  SimTime segment_start = 0;    // progress began on this allocation
+  double segment_start_iters = 0;
+  SimTime ready_at = 0;         // kStarting ends
+  uint64_t version = 0;
+  SimTime finish = kNever;
+  std::string reason;
+  int last_nodes = 1;           // nodes of the last allocation (checkpoint save)
+  bool needs_save = false;      // suspended without a checkpoint being loaded yet
+  double waiting_s = 0;
+  double reconfig_s = 0;
+  int failures = 0;
+  double lost_iterations = 0;
+  double checkpoint_bytes = 0;
+  double isolated_s = 0;
+};
+
+std::string Secs(SimTime t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%13.6f", ToSeconds(t));
+  return buf;
+}
+
+// splitmix64: a fixed, portable stream of pseudo-random numbers.
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+double Uniform01(uint64_t& state) {
+  return (static_cast<double>(SplitMix(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+}  // namespace
+
+struct Simulator::Impl {
+  const Cluster& cluster;
+  const Workload& workload;
+  Policy& policy;
+  ThroughputModel& belief;
+  ThroughputModel& truth;
+  SimConfig config;
+  PolicyTraits traits;
+  std::ostream* log = nullptr;
+
+  std::vector<JobState> jobs;
+  std::vector<const JobView*> active;  // sorted by index (= address order)
+  std::vector<int> running;            // jobs holding GPUs (unordered)
+  std::vector<int> free;
+  std::vector<uint8_t> up;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  uint64_t seq = 0;
+  SimTime now = 0;
+  SimTime next_round = kNever;
+  SimTime next_wake = kNever;
+  size_t next_arrival = 0;
+  int done_jobs = 0;  // finished + rejected
+  int reference_type = 0;
+  uint64_t rng = 0;
+  std::vector<TimelinePoint> timeline;
+  int64_t decisions = 0, processed = 0;
+  bool decision_needed = false;
+
+  Impl(const Cluster& c, const Workload& w, Policy& p, ThroughputModel& b, ThroughputModel& t, SimConfig cfg)
+      : cluster(c), workload(w), policy(p), belief(b), truth(t), config(std::move(cfg)), traits(p.traits()) {}
+
+  void Push(SimTime t, EventKind k, int target, uint64_t version = 0) {
+    events.push({t, k, target, version, seq++});
+  }
+
+  void Log(const std::string& line) {
+    if (log) *log << Secs(now) << ' ' << line << '\n';
+  }
+
+  int NodesFor(int type, int gpus) const {
+    int per = cluster.types()[type].max_gpus_per_node;
+    return (gpus + per - 1) / per;
+  }
+
+  // --- progress accounting -------------------------------------------------
+
+  // Brings a job's progress and attained service up to `now`.
+  void Touch(JobState& j) {
+    SimTime dt = now - j.progress_since;
+    if (dt <= 0) return;
+    JobView& v = j.view;
+    if (v.phase != JobPhase::kPending) {
+      double gpu_s = ToSeconds(dt) * v.alloc.gpus();
+      v.attained_gpu_s += gpu_s;
+      v.attained_gpu_s_by_type[v.alloc.type] += gpu_s;
+    }
+    if (v.phase == JobPhase::kRunning) {
+      v.done_iterations = std::min(v.total_iterations,
+                                   j.segment_start_iters + ToSeconds(now - j.segment_start) / j.iteration_time_s);
+    } else if (v.phase == JobPhase::kStarting) {
+      j.reconfig_s += ToSeconds(dt);
+    } else {
+      j.waiting_s += ToSeconds(dt);
+    }
+    j.progress_since = now;
+  }
+
+  void ScheduleCompletion(JobState& j) {
+    double left = j.view.remaining_iterations();
+    SimTime t = now + std::max<SimTime>(0, SecondsCeil(left * j.iteration_time_s));
+    Push(t, EventKind::kComplete, j.view.index, j.version);
+  }
+
+  void BeginProgress(JobState& j) {
+    j.view.phase = JobPhase::kRunning;
+    j.segment_start = now;
+    j.segment_start_iters = j.view.done_iterations;
+    ScheduleCompletion(j);
+  }
+
+  void RemoveActive(int index) {
+    const JobView* p = &jobs[index].view;
+    auto it = std::lower_bound(active.begin(), active.end(), p);
+    if (it != active.end() && *it == p) active.erase(it);
+  }
+
+  void RemoveRunning(int index) {
+    auto it = std::find(running.begin(), running.end(), index);
+    if (it != running.end()) {
+      *it = running.back();
+      running.pop_back();
+    }
+  }
+
+  void Release(JobState& j) {
+    for (const Placement& p : j.view.alloc.parts) {
+      if (up[p.node]) free[p.node] += p.gpus;
+    }
+    j.last_nodes = std::max(1, j.view.alloc.nodes());
+    j.view.alloc = Allocation{};
+    RemoveRunning(j.view.index);
+  }
+
+  // --- arrivals and admission ---------------------------------------------
+
+  // Turns the trace's work into iterations and decides whether the job can
+  // ever run here. Empty string = admitted.
+  std::string Admit(JobState& j) {
+    const JobSpec& s = *j.view.spec;
+    if (s.requested_gpus < 1) return "requests no GPUs";
+    std::vector<int> types;
+    if (!s.requested_gpu_type.empty()) {
+      int t = cluster.FindType(s.requested_gpu_type);
+      if (t < 0) {
+        std::string have;
+        for (size_t i = 0; i < cluster.types().size(); ++i) have += (i ? ", " : "") + cluster.TypeName(i);
+        return "requests GPU type " + s.requested_gpu_type + "; the cluster has " + have;
+      }
+      types.push_back(t);
+    }
+    // Any type may serve as the reference; the requested one comes first.
+    std::vector<int> order = types;
+    if (order.empty()) order.push_back(reference_type);
+    for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
+      if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+    }
+    std::string why = "no GPU type";
+    for (int t : order) {
+      int gpus = s.requested_gpus;
+      const GpuTypeInfo& info = cluster.types()[t];
+      if (gpus > info.total_gpus) {
+        why = "needs " + std::to_string(gpus) + " GPUs; the cluster has " + std::to_string(info.total_gpus) + " " +
+              info.gpu->name;
+        if (!types.empty()) break;
+        continue;
+      }
+      const JobRate& r = truth.Rate(s, t, gpus, NodesFor(t, gpus));
+      if (!r.fits) {
+        why = "does not fit on " + std::to_string(gpus) + " " + info.gpu->name + ": " + r.reason;
+        if (!types.empty()) break;
+        continue;
+      }
+      if (s.iterations) {
+        j.view.total_iterations = *s.iterations;
+      } else {
+        j.view.total_iterations = std::max(1.0, s.duration_s.value_or(0) / r.iteration_time_s);
+      }
+      j.isolated_s = j.view.total_iterations * r.iteration_time_s;
+      return "";
+    }
+    return why;
+  }
+
+  void Arrive(int index) {
+    JobState& j = jobs[index];
+    j.progress_since = now;
+    j.view.alloc_since = now;
+    std::string why = Admit(j);
+    if (!why.empty()) {
+      j.status = Status_::kRejected;
+      j.reason = why;
+      ++done_jobs;
+      Log("reject job=" + j.view.spec->id + " reason=" + why);
+      return;
+    }
+    j.status = Status_::kActive;
+    active.push_back(&j.view);  // arrivals come in index order
+    Log("arrive job=" + j.view.spec->id);
+    decision_needed = true;
+    if (traits.uses_rounds && next_round == kNever) ScheduleRound();
+  }
+
+  void ScheduleRound() {
+    SimTime r = config.round;
+    next_round = (now / r + 1) * r;
+    Push(next_round, EventKind::kRound, -1);
+  }
+
+  // --- completion ------------------------------------------------------------
+
+  void Complete(JobState& j) {
+    Touch(j);
+    j.view.done_iterations = j.view.total_iterations;
+    j.status = Status_::kFinished;
+    j.finish = now;
+    Release(j);
+    j.view.phase = JobPhase::kPending;
+    RemoveActive(j.view.index);
+    ++done_jobs;
+    ++j.version;
+    Log("finish job=" + j.view.spec->id);
+    decision_needed = true;
+  }
+
+  // --- failures ---------------------------------------------------------------
+
+  void ScheduleFailure(int node) {
+    if (config.failures.node_mtbf_s <= 0) return;
+    double dt = -std::log(Uniform01(rng)) * config.failures.node_mtbf_s;
+    Push(now + Seconds(dt), EventKind::kNodeFail, node);
+  }
+
+  void Fail(int node) {
+    if (!up[node]) return;
+    Log("fail node=" + std::to_string(node));
+    // Jobs on the node fall back to their last checkpoint.
+    std::vector<int> hit;
+    for (int idx : running) {
+      for (const Placement& p : jobs[idx].view.alloc.parts) {
+        if (p.node == node) {
+          hit.push_back(idx);
+          break;
+        }
+      }
+    }
+    std::sort(hit.begin(), hit.end());
+    for (int idx : hit) {
+      JobState& j = jobs[idx];
+      Touch(j);
+      if (j.view.phase == JobPhase::kRunning) {
+        double interval = config.failures.checkpoint_interval_s;
+        double ran = ToSeconds(now - j.segment_start);
+        double kept = interval > 0 ? std::floor(ran / interval) * interval : 0;
+        double ckpt = j.segment_start_iters + kept / j.iteration_time_s;
+        j.lost_iterations += j.view.done_iterations - ckpt;
+        j.view.done_iterations = std::min(j.view.done_iterations, ckpt);
+      }
+      Release(j);
+      j.view.phase = JobPhase::kPending;
+      j.view.alloc_since = now;
+      j.needs_save = false;  // nothing to save: it restarts from the checkpoint
+      ++j.failures;
+      ++j.version;
+      Log("lose job=" + j.view.spec->id + " node=" + std::to_string(node));
+    }
+    up[node] = 0;
+    free[node] = 0;
+    down_gpus += cluster.nodes()[node].gpus;
+    Push(now + Seconds(config.failures.repair_s), EventKind::kNodeRepair, node);
+    decision_needed = true;
+  }
+
+  void Repair(int node) {
+    up[node] = 1;
+    free[node] = cluster.nodes()[node].gpus;
+    down_gpus -= cluster.nodes()[node].gpus;
+    Log("repair node=" + std::to_string(node));
+    ScheduleFailure(node);
+    decision_needed = true;
+  }
+
+  // --- decisions ---------------------------------------------------------------
+
+  double CheckpointSeconds(const JobState& j, int nodes) const {
+    return j.checkpoint_bytes / (config.reconfig.storage_gbs_per_node * 1e9 * std::max(1, nodes));
+  }
+
+  // Seconds from getting `alloc` to making progress on it.
+  double StartDelay(const JobState& j, const Allocation& alloc, bool was_holding) const {
+    const ReconfigCost& rc = config.reconfig;
+    double search = traits.searches_plans ? std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus()) : 0;
+    if (!j.view.started()) return search;
+    double save = 0;
+    if (was_holding) {
+      save = CheckpointSeconds(j, j.view.alloc.nodes());
+    } else if (j.needs_save) {
+      save = CheckpointSeconds(j, j.last_nodes);
+    }
+    return save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;
+  }
+
+  Status Apply(const Decision& d) {
+    for (const auto& [idx, why] : d.reject) {
+      if (idx < 0 || idx >= static_cast<int>(jobs.size()) || jobs[idx].status != Status_::kActive) {
+        return Internal("policy " + std::string(policy.name()) + " rejected job index " + std::to_string(idx) +
+                        ", which is not active");
+      }
+      JobState& j = jobs[idx];
+      Touch(j);
+      Release(j);
+      j.view.phase = JobPhase::kPending;
+      j.status = Status_::kRejected;
+      j.reason = why;
+      ++j.version;
+      RemoveActive(idx);
+      ++done_jobs;
+      Log("reject job=" + j.view.spec->id + " reason=" + why);
+    }
+    // Releases first, so a decision may hand GPUs from one job to another.
+    std::vector<std::pair<int, const Allocation*>> grants;
+    for (const auto& [idx, alloc] : d.assign) {
+      if (idx < 0 || idx >= static_cast<int>(jobs.size()) || jobs[idx].status != Status_::kActive) {
+        return Internal("policy " + std::string(policy.name()) + " assigned job index " + std::to_string(idx) +
+                        ", which is not active");
+      }
+      JobState& j = jobs[idx];
+      if (j.view.alloc == alloc) continue;
+      Touch(j);
+      bool was_holding = !j.view.alloc.empty();
+      if (was_holding) {
+        j.needs_save = true;
+        Allocation old = j.view.alloc;
+        // Release() forgets the allocation; keep its node count for the save.
+        Release(j);
+        j.last_nodes = std::max(1, old.nodes());
+        if (alloc.empty()) {
+          ++j.view.preemptions;
+          Log("suspend job=" + j.view.spec->id);
+        }
+      }
+      j.view.phase = JobPhase::kPending;
+      j.view.alloc_since = now;
+      ++j.version;
+      if (!alloc.empty()) grants.push_back({idx, &alloc});
+    }
+    for (const auto& [idx, alloc] : grants) {
+      JobState& j = jobs[idx];
+      if (alloc->type < 0 || alloc->type >= static_cast<int>(cluster.types().size())) {
+        return Internal("policy " + std::string(policy.name()) + " gave job " + j.view.spec->id +
+                        " an allocation without a valid GPU type");
+      }
+      for (const Placement& p : alloc->parts) {
+        if (p.node < 0 || p.node >= static_cast<int>(free.size()) || cluster.nodes()[p.node].type != alloc->type ||
+            p.gpus <= 0 || free[p.node] < p.gpus) {
+          return Internal("policy " + std::string(policy.name()) + " gave job " + j.view.spec->id + " " +
+                          alloc->ToString(cluster) + ", but node " + std::to_string(p.node) + " has " +
+                          (p.node >= 0 && p.node < static_cast<int>(free.size()) ? std::to_string(free[p.node])
+                                                                                   : std::string("no")) +
+                          " free GPUs of that type");
+        }
+        free[p.node] -= p.gpus;
+      }
+      const JobSpec& s = *j.view.spec;
+      const JobRate& r = truth.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
+      const JobRate* rate = &r;
+      if (!r.fits) {
+        // The truth has no answer for this shape (a table without it, or
+        // one that measured it out of memory): the belief's rate stands in.
+        ++truth_fallbacks;
+        rate = &belief.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
+        if (!rate->fits) {
+          return Internal("policy " + std::string(policy.name()) + " placed job " + s.id + " on " +
+                          alloc->ToString(cluster) + ", where it does not fit: " + rate->reason);
+        }
+      }
+      bool first = !j.view.started();
+      double delay = StartDelay(j, *alloc, false);
+      if (!first) ++j.view.restarts;
+      j.view.alloc = *alloc;
+      j.iteration_time_s = rate->iteration_time_s;
+      j.samples_per_iter = rate->samples_per_s * rate->iteration_time_s;
+      j.tokens_per_iter = rate->tokens_per_s * rate->iteration_time_s;
+      j.needs_save = false;
+      running.push_back(idx);
+      if (first) j.view.first_start = now;
+      Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) +
+          " plan=" + rate->plan.ToString() + " iter_s=" + FormatIter(rate->iteration_time_s) +
+          " delay_s=" + FormatIter(delay));
+      if (delay > 0) {
+        j.view.phase = JobPhase::kStarting;
+        j.ready_at = now + Seconds(delay);
+        Push(j.ready_at, EventKind::kReady, idx, j.version);
+      } else {
+        BeginProgress(j);
+      }
+    }
+    if (d.wake_at != kNever && d.wake_at > now && (next_wake == kNever || d.wake_at < next_wake || next_wake <= now)) {
+      next_wake = d.wake_at;
+      Push(d.wake_at, EventKind::kWake, -1);
+    }
+    return Status::Ok();
+  }
+
+  static std::string FormatIter(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", s);
+    return buf;
+  }
+
+  Status Decide() {
+    // Running jobs' progress and service must be current in the snapshot.
+    for (int idx : running) Touch(jobs[idx]);
+    Snapshot snap;
+    snap.now = now;
+    snap.cluster = &cluster;
+    snap.free_gpus = free;
+    snap.node_up = up;
+    snap.jobs = active;
+    snap.belief = &belief;
+    snap.round_length = config.round;
+    Decision d = policy.Decide(snap);
+    ++decisions;
+    return Apply(d);
+  }
+
+  // --- timeline ----------------------------------------------------------------
+
+  void Record() {
+    TimelinePoint p;
+    p.time = now;
+    for (int idx : running) {
+      const JobState& j = jobs[idx];
+      int g = j.view.alloc.gpus();
+      p.allocated_gpus += g;
+      if (j.view.phase == JobPhase::kRunning) {
+        ++p.running_jobs;
+        p.progressing_gpus += g;
+        p.samples_per_s += j.samples_per_iter / j.iteration_time_s;
+        p.tokens_per_s += j.tokens_per_iter / j.iteration_time_s;
+      } else {
+        ++p.starting_jobs;
+      }
+    }
+    p.pending_jobs = static_cast<int>(active.size()) - p.running_jobs - p.starting_jobs;
+    p.down_gpus = down_gpus;
+    if (!timeline.empty() && timeline.back().time == now) {
+      timeline.back() = p;
+      return;
+    }
+    if (!timeline.empty()) {
+      const TimelinePoint& b = timeline.back();
+      if (b.running_jobs == p.running_jobs && b.starting_jobs == p.starting_jobs &&
+          b.pending_jobs == p.pending_jobs && b.allocated_gpus == p.allocated_gpus &&
+          b.progressing_gpus == p.progressing_gpus && b.down_gpus == p.down_gpus &&
+          b.samples_per_s == p.samples_per_s) {
+        return;
+      }
+    }
+    timeline.push_back(p);
+  }
+
+  int64_t truth_fallbacks = 0;
+  int down_gpus = 0;
+
+  // --- the loop ------------------------------------------------------------------
+
+  Result<SimResult> Run(const std::function<void(const SimProgress&)>& progress, int progress_every) {
+    auto wall_start = std::chrono::steady_clock::now();
+    const int n = static_cast<int>(workload.jobs.size());
+    jobs.resize(n);
+    for (int i = 0; i < n; ++i) {
+      JobState& j = jobs[i];
+      j.view.index = i;
+      j.view.spec = &workload.jobs[i];
+      j.view.attained_gpu_s_by_type.assign(cluster.types().size(), 0.0);
+      auto model = FindModel(workload.jobs[i].model);
+      if (model.ok()) {
+        bool fp32 = (*model)->default_precision == Precision::kFp32;
+        j.checkpoint_bytes = (*model)->Params() * (fp32 ? config.reconfig.checkpoint_bytes_per_param_fp32
+                                                        : config.reconfig.checkpoint_bytes_per_param_mixed);
+      }
+    }
+    free.resize(cluster.nodes().size());
+    up.assign(cluster.nodes().size(), 1);
+    for (const ClusterNode& node : cluster.nodes()) free[node.id] = node.gpus;
+    reference_type = 0;
+    if (!config.reference_gpu.empty()) {
+      reference_type = cluster.FindType(config.reference_gpu);
+      if (reference_type < 0) {
+        return InvalidArgument("--reference-gpu " + config.reference_gpu + ": the cluster has no such GPU type");
+      }
+    } else {
+      for (int t = 1; t < static_cast<int>(cluster.types().size()); ++t) {
+        if (cluster.types()[t].total_gpus > cluster.types()[reference_type].total_gpus) reference_type = t;
+      }
+    }
+    rng = config.seed * 0x9e3779b97f4a7c15ULL + 0x1234567ULL;
+    for (const ClusterNode& node : cluster.nodes()) ScheduleFailure(node.id);
+    Record();
+
+    int64_t since_progress = 0;
+    while (done_jobs < n) {
+      // The next time anything happens: an arrival or a queued event.
+      SimTime t_arrival = next_arrival < static_cast<size_t>(n) ? workload.jobs[next_arrival].submit : kNever;
+      SimTime t_event = events.empty() ? kNever : events.top().time;
+      SimTime t = std::min(t_arrival, t_event);
+      if (t == kNever) {
+        return Internal("simulation stalled at " + FormatDuration(now) + " with " + std::to_string(n - done_jobs) +
+                        " jobs unfinished and nothing scheduled");
+      }
+      if (t > config.horizon) break;
+      // Only failures and repairs left while every job waits forever would
+      // loop; so would a policy that never starts anything. Stop when only
+      // periodic events remain and nothing can change.
+      now = std::max(now, t);
+      bool round = false;
+      // Apply every event at this time, in kind order.
+      while (!events.empty() && events.top().time == now && events.top().kind < EventKind::kArrival) {
+        Event e = events.top();
+        events.pop();
+        ++processed;
+        HandleJobOrNodeEvent(e);
+      }
+      while (next_arrival < static_cast<size_t>(n) && workload.jobs[next_arrival].submit <= now) {
+        ++processed;
+        Arrive(static_cast<int>(next_arrival++));
+      }
+      while (!events.empty() && events.top().time == now) {
+        Event e = events.top();
+        events.pop();
+        ++processed;
+        if (e.kind == EventKind::kRound) {
+          round = true;
+          next_round = kNever;
+        } else if (e.kind == EventKind::kWake) {
+          if (e.time == next_wake) next_wake = kNever;
+          decision_needed = true;
+        } else {
+          HandleJobOrNodeEvent(e);
+        }
+      }
+      if (round) {
+        if (!active.empty()) {
+          decision_needed = true;
+          ScheduleRound();
+        }
+      }
+      if (decision_needed && !active.empty()) {
+        decision_needed = false;
+        Status s = Decide();
+        if (!s.ok()) return s;
+      }
+      decision_needed = false;
+      Record();
+      if (progress && ++since_progress >= progress_every) {
+        since_progress = 0;
+        progress({now, done_jobs, n});
+      }
+      if (Stalled()) break;
+    }
+    SimTime end = now;
+    if (config.horizon != kNever && done_jobs < n) end = std::max(now, config.horizon);
+    if (done_jobs < n) {
+      SimTime saved = now;
+      now = end;
+      for (int idx : running) Touch(jobs[idx]);
+      for (JobState& j : jobs) {
+        if (j.status == Status_::kActive && j.view.phase == JobPhase::kPending) Touch(j);
+      }
+      now = saved;
+    }
+    if (progress) progress({end, done_jobs, n});
+    SimResult result = Collect(end);
+    result.summary.sim_wall_time_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result;
+  }
+
+  // Nothing will ever change: no arrivals left, nothing running or
+  // starting, no job-changing events queued, and the policy started nothing
+  // on the last decision (only rounds/failures would follow forever).
+  bool Stalled() const {
+    if (next_arrival < workload.jobs.size() || !running.empty()) return false;
+    if (active.empty()) return false;
+    // Waiting jobs and an idle cluster: only a round or wake-up could help,
+    // and those already had their chance at this state; failures/repairs do
+    // not add capacity beyond what is up.
+    return down_gpus == 0;
+  }
+
+  void HandleJobOrNodeEvent(const Event& e) {
+    switch (e.kind) {
+      case EventKind::kComplete: {
+        JobState& j = jobs[e.target];
+        if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kRunning) Complete(j);
+        break;
+      }
+      case EventKind::kReady: {
+        JobState& j = jobs[e.target];
+        if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kStarting) {
+          Touch(j);
+          BeginProgress(j);
+          Log("ready job=" + j.view.spec->id);
+        }
+        break;
+      }
+      case EventKind::kNodeFail:
+        if (done_jobs < static_cast<int>(jobs.size())) Fail(e.target);
+        break;
+      case EventKind::kNodeRepair:
+        Repair(e.target);
+        break;
+      default:
+        break;
+    }
+  }
+
+  SimResult Collect(SimTime end) {
+    SimResult r;
+    r.timeline = std::move(timeline);
+    r.jobs.reserve(jobs.size());
+    for (const JobState& j : jobs) {
+      const JobSpec& s = *j.view.spec;
+      JobRecord rec;
+      rec.id = s.id;
+      rec.user = s.user;
+      rec.model = s.model;
+      rec.requested_gpus = s.requested_gpus;
+      rec.requested_gpu_type = s.requested_gpu_type;
+      rec.submit = s.submit;
+      rec.first_start = j.view.first_start;
+      rec.finish = j.finish;
+      rec.total_iterations = j.view.total_iterations;
+      rec.done_iterations = j.view.done_iterations;
+      switch (j.status) {
+        case Status_::kFinished: rec.outcome = JobOutcome::kFinished; break;
+        case Status_::kRejected: rec.outcome = JobOutcome::kRejected; break;
+        default:
+          rec.outcome = j.view.phase == JobPhase::kPending ? JobOutcome::kPending : JobOutcome::kRunning;
+          break;
+      }
+      rec.reason = j.reason;
+      SimTime started = j.view.first_start == kNever ? std::max(end, s.submit) : j.view.first_start;
+      rec.queueing_s = j.status == Status_::kRejected ? 0 : ToSeconds(started - s.submit);
+      rec.waiting_s = j.waiting_s;
+      rec.reconfig_s = j.reconfig_s;
+      rec.restarts = j.view.restarts;
+      rec.preemptions = j.view.preemptions;
+      rec.failures = j.failures;
+      rec.lost_iterations = j.lost_iterations;
+      rec.gpu_s = j.view.attained_gpu_s;
+      rec.gpu_s_by_type = j.view.attained_gpu_s_by_type;
+      rec.isolated_s = j.isolated_s;
+      r.jobs.push_back(std::move(rec));
+    }
+    Summary& s = r.summary;
+    s.policy = std::string(policy.name());
+    s.cluster = cluster.name();
+    s.trace = workload.name;
+    s.truth = std::string(truth.name());
+    s.seed = config.seed;
+    s.decisions = decisions;
+    s.events = processed;
+    s.truth_fallbacks = truth_fallbacks;
+    Summarize(r.jobs, r.timeline, cluster.total_gpus(), end, &s);
+    return r;
+  }
+};
+
+Simulator::Simulator(const Cluster& cluster, const Workload& workload, Policy& policy, ThroughputModel& belief,
+                     ThroughputModel& truth, SimConfig config)
+    : impl_(std::make_unique<Impl>(cluster, workload, policy, belief, truth, std::move(config))) {}
+
+Simulator::~Simulator() = default;
+
+Result<SimResult> Simulator::Run() {
+  impl_->log = event_log_;
+  return impl_->Run(progress_, progress_every_);
+}
+
+}  // namespace tessel

@@ -1,0 +1,71 @@
+// The discrete-event simulator: the backend that runs a policy against a
+// simulated cluster. Events (arrival, completion, reconfiguration finished,
+// round, wake-up, node failure and repair) are processed in time order with
+// integer microsecond time; after each batch of simultaneous events the
+// policy decides once on a snapshot, and the engine applies the decision.
+//
+// A running job progresses at its *truth* rate for its allocation; the
+// policy decides with its *belief*. Both are ThroughputModels; with
+// `--truth estimator` they are the same object.
+//
+// Deterministic: the same inputs and seed give the same events, records and
+// output byte for byte. Not thread-safe; one run per Simulator.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <vector>
+
+#include "core/status.h"
+#include "hardware/cluster.h"
+#include "policy/policy.h"
+#include "sim/config.h"
+#include "sim/metrics.h"
+#include "workload/job.h"
+
+namespace tessel {
+
+struct SimResult {
+  Summary summary;
+  std::vector<JobRecord> jobs;  // in workload order
+  std::vector<TimelinePoint> timeline;
+};
+
+struct SimProgress {
+  SimTime now = 0;
+  int finished = 0;  // finished + rejected
+  int total = 0;
+};
+
+class Simulator {
+ public:
+  // `truth` may be the same object as `belief`. All references must outlive
+  // the simulator.
+  Simulator(const Cluster& cluster, const Workload& workload, Policy& policy, ThroughputModel& belief,
+            ThroughputModel& truth, SimConfig config);
+  ~Simulator();
+
+  // A line per event and decision ("   300.000000 start job=j1 ..."), for
+  // golden tests and debugging. Optional; costs time when set.
+  void set_event_log(std::ostream* log) { event_log_ = log; }
+  // Called every `every` events.
+  void set_progress(std::function<void(const SimProgress&)> fn, int every = 4096) {
+    progress_ = std::move(fn);
+    progress_every_ = every;
+  }
+
+  // Runs to completion (or the horizon). Errors: a policy that breaks its
+  // contract (assigning GPUs that are not free) — a bug, reported as
+  // Internal with the policy's name and the offending assignment.
+  Result<SimResult> Run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::ostream* event_log_ = nullptr;
+  std::function<void(const SimProgress&)> progress_;
+  int progress_every_ = 4096;
+};
+
+}  // namespace tessel

@@ -1,0 +1,84 @@
+#include "sim/metrics.h"
+
+#include <algorithm>
+
+#include "core/stats.h"
+
+namespace tessel {
+
+const char* JobOutcomeName(JobOutcome o) {
+  switch (o) {
+    case JobOutcome::kFinished: return "finished";
+    case JobOutcome::kRunning: return "running";
+    case JobOutcome::kPending: return "pending";
+    case JobOutcome::kRejected: return "rejected";
+  }
+  return "?";
+}
+
+void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoint>& timeline, int total_gpus,
+               SimTime end, Summary* s) {
+  s->total_gpus = total_gpus;
+  s->jobs_total = static_cast<int>(jobs.size());
+  std::vector<double> jct, queueing, ftf;
+  SimTime first_submit = kNever;
+  double jct_sum = 0, queue_sum = 0, ftf_sum = 0;
+  for (const JobRecord& j : jobs) {
+    s->restarts += j.restarts;
+    s->preemptions += j.preemptions;
+    s->failures += j.failures;
+    switch (j.outcome) {
+      case JobOutcome::kFinished: {
+        ++s->jobs_finished;
+        double t = j.jct_s();
+        jct.push_back(t);
+        jct_sum += t;
+        queueing.push_back(j.queueing_s);
+        queue_sum += j.queueing_s;
+        if (j.isolated_s > 0) {
+          double f = t / j.isolated_s;
+          ftf.push_back(f);
+          ftf_sum += f;
+          s->max_ftf = std::max(s->max_ftf, f);
+        }
+        break;
+      }
+      case JobOutcome::kRejected: ++s->jobs_rejected; break;
+      default: ++s->jobs_unfinished; break;
+    }
+    if (j.outcome != JobOutcome::kRejected) first_submit = std::min(first_submit, j.submit);
+  }
+  if (!jct.empty()) {
+    s->avg_jct_s = jct_sum / jct.size();
+    s->median_jct_s = Quantile(jct, 0.5);
+    s->p95_jct_s = Quantile(jct, 0.95);
+    s->p99_jct_s = Quantile(jct, 0.99);
+    s->avg_queueing_s = queue_sum / queueing.size();
+    s->median_queueing_s = Quantile(queueing, 0.5);
+  }
+  if (!ftf.empty()) s->avg_ftf = ftf_sum / ftf.size();
+  if (first_submit == kNever) first_submit = 0;
+  s->makespan_s = std::max(0.0, ToSeconds(end - first_submit));
+
+  // Time integrals over the piecewise-constant timeline.
+  double alloc_gs = 0, useful_gs = 0, samples = 0, tokens = 0;
+  for (size_t i = 0; i < timeline.size(); ++i) {
+    SimTime a = std::max(timeline[i].time, first_submit);
+    SimTime b = i + 1 < timeline.size() ? timeline[i + 1].time : end;
+    if (b <= a) continue;
+    double dt = ToSeconds(b - a);
+    alloc_gs += timeline[i].allocated_gpus * dt;
+    useful_gs += timeline[i].progressing_gpus * dt;
+    samples += timeline[i].samples_per_s * dt;
+    tokens += timeline[i].tokens_per_s * dt;
+  }
+  if (s->makespan_s > 0) {
+    double avail = total_gpus * s->makespan_s;
+    s->gpu_utilization = alloc_gs / avail;
+    s->useful_utilization = useful_gs / avail;
+    s->avg_throughput_samples_per_s = samples / s->makespan_s;
+    s->avg_throughput_tokens_per_s = tokens / s->makespan_s;
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,86 @@
+// What a simulation measured: one record per job, the cluster's state over
+// time, and the summary computed from them. Unfinished and rejected jobs
+// are counted and listed, never averaged into JCTs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/sim_time.h"
+
+namespace tessel {
+
+enum class JobOutcome { kFinished, kRunning, kPending, kRejected };
+const char* JobOutcomeName(JobOutcome o);
+
+struct JobRecord {
+  std::string id;
+  std::string user;
+  std::string model;
+  int requested_gpus = 0;
+  std::string requested_gpu_type;  // "" = any
+  JobOutcome outcome = JobOutcome::kPending;
+  std::string reason;              // why rejected
+  SimTime submit = 0;
+  SimTime first_start = kNever;
+  SimTime finish = kNever;
+  double total_iterations = 0;
+  double done_iterations = 0;
+  double queueing_s = 0;     // first start - submit (to the end if never started)
+  double waiting_s = 0;      // all time without GPUs (incl. after preemption)
+  double reconfig_s = 0;     // time holding GPUs without progress
+  int restarts = 0;
+  int preemptions = 0;
+  int failures = 0;          // restarts caused by node failures
+  double lost_iterations = 0;  // progress lost to failures
+  double gpu_s = 0;
+  std::vector<double> gpu_s_by_type;  // per cluster type
+  double isolated_s = 0;     // run time alone on the requested GPUs (no queue)
+  double jct_s() const { return ToSeconds(finish - submit); }
+};
+
+// The cluster between two consecutive changes, starting at `time`.
+struct TimelinePoint {
+  SimTime time = 0;
+  int running_jobs = 0;   // making progress
+  int starting_jobs = 0;  // holding GPUs, reconfiguring
+  int pending_jobs = 0;
+  int allocated_gpus = 0;
+  int progressing_gpus = 0;
+  int down_gpus = 0;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+};
+
+struct Summary {
+  std::string policy;
+  std::string cluster;
+  std::string trace;
+  std::string truth;
+  uint64_t seed = 0;
+  int total_gpus = 0;
+  int jobs_total = 0;
+  int jobs_finished = 0;
+  int jobs_unfinished = 0;  // running or pending at the end
+  int jobs_rejected = 0;
+  double avg_jct_s = 0, median_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
+  double avg_queueing_s = 0, median_queueing_s = 0;
+  double makespan_s = 0;              // first submit to last finish (or horizon)
+  double avg_throughput_samples_per_s = 0;
+  double avg_throughput_tokens_per_s = 0;
+  double gpu_utilization = 0;         // allocated GPU-time / available GPU-time
+  double useful_utilization = 0;      // GPU-time making progress / available
+  double avg_ftf = 0, max_ftf = 0;    // finish-time fairness: JCT / isolated time
+  int restarts = 0, preemptions = 0, failures = 0;
+  int64_t decisions = 0;
+  int64_t events = 0;
+  int64_t truth_fallbacks = 0;        // table truth missing -> estimator
+  double sim_wall_time_s = 0;
+};
+
+// Fills the aggregate fields of `summary` from the records and timeline.
+// `end` is when the run stopped.
+void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoint>& timeline,
+               int total_gpus, SimTime end, Summary* summary);
+
+}  // namespace tessel

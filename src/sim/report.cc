@@ -1,0 +1,305 @@
+#include "sim/report.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/stats.h"
+#include "core/strings.h"
+#include "core/table.h"
+
+namespace tessel {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json ToJson(const Summary& s) {
+  Json j;
+  j["policy"] = s.policy;
+  j["cluster"] = s.cluster;
+  j["trace"] = s.trace;
+  j["truth"] = s.truth;
+  j["seed"] = s.seed;
+  j["total_gpus"] = s.total_gpus;
+  j["jobs_total"] = s.jobs_total;
+  j["jobs_finished"] = s.jobs_finished;
+  j["jobs_unfinished"] = s.jobs_unfinished;
+  j["jobs_rejected"] = s.jobs_rejected;
+  j["avg_jct_s"] = s.avg_jct_s;
+  j["median_jct_s"] = s.median_jct_s;
+  j["p95_jct_s"] = s.p95_jct_s;
+  j["p99_jct_s"] = s.p99_jct_s;
+  j["avg_queueing_s"] = s.avg_queueing_s;
+  j["median_queueing_s"] = s.median_queueing_s;
+  j["makespan_s"] = s.makespan_s;
+  j["avg_throughput_samples_per_s"] = s.avg_throughput_samples_per_s;
+  j["avg_throughput_tokens_per_s"] = s.avg_throughput_tokens_per_s;
+  j["gpu_utilization"] = s.gpu_utilization;
+  j["useful_utilization"] = s.useful_utilization;
+  j["avg_finish_time_fairness"] = s.avg_ftf;
+  j["max_finish_time_fairness"] = s.max_ftf;
+  j["restarts"] = s.restarts;
+  j["preemptions"] = s.preemptions;
+  j["failures"] = s.failures;
+  j["decisions"] = s.decisions;
+  j["events"] = s.events;
+  j["truth_fallbacks"] = s.truth_fallbacks;
+  j["sim_wall_time_s"] = s.sim_wall_time_s;
+  return j;
+}
+
+std::string Hours(double s) { return FormatDouble(s / 3600.0, 3) + " h"; }
+
+std::string Num(double v, int precision = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
+
+std::string TimeCell(SimTime t) { return t == kNever ? "" : Num(ToSeconds(t), 12); }
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return Unavailable("cannot write " + path);
+  f << text;
+  f.close();
+  if (!f) return Unavailable("error writing " + path);
+  return Status::Ok();
+}
+
+bool HaveGnuplot() {
+  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+// Runs gnuplot on `script` inside `dir`. Returns a warning ("" when drawn).
+std::string RunGnuplot(const std::string& dir, const std::string& script) {
+  if (!HaveGnuplot()) {
+    return "gnuplot not found: plot scripts written to " + dir + "; draw them with `cd " + dir +
+           " && gnuplot " + script + "` (Debian: apt-get install gnuplot-nox)";
+  }
+  std::string cmd = "cd '" + dir + "' && gnuplot '" + script + "' 2>gnuplot.err";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) return "gnuplot failed on " + dir + "/" + script + " (see " + dir + "/gnuplot.err)";
+  std::filesystem::remove(std::filesystem::path(dir) / "gnuplot.err");
+  return "";
+}
+
+// Sorted JCTs of finished jobs, in hours, as "x y" lines of an empirical CDF.
+std::string JctCdfData(const std::vector<JobRecord>& jobs, int max_points = 2000) {
+  std::vector<double> jct;
+  for (const JobRecord& j : jobs) {
+    if (j.outcome == JobOutcome::kFinished) jct.push_back(j.jct_s() / 3600.0);
+  }
+  std::sort(jct.begin(), jct.end());
+  std::ostringstream out;
+  size_t n = jct.size();
+  size_t step = std::max<size_t>(1, n / max_points);
+  for (size_t i = 0; i < n; i += step) out << Num(jct[i]) << ' ' << Num(static_cast<double>(i + 1) / n) << '\n';
+  if (n > 0 && (n - 1) % step != 0) out << Num(jct[n - 1]) << " 1\n";
+  return out.str();
+}
+
+const char* kPngTerminal = "set terminal pngcairo size 1000,600 font 'sans,11'\n";
+
+}  // namespace
+
+std::string SummaryJson(const Summary& s) { return ToJson(s).dump(2) + "\n"; }
+
+std::string SummaryListJson(const std::vector<Summary>& list) {
+  Json arr = Json::array();
+  for (const Summary& s : list) arr.push_back(ToJson(s));
+  return arr.dump(2) + "\n";
+}
+
+void RenderSummary(const Summary& s, std::ostream& out) {
+  out << "policy " << s.policy << " on " << s.cluster << " (" << s.total_gpus << " GPUs), trace " << s.trace
+      << ", truth " << s.truth << ", seed " << s.seed << "\n";
+  out << "jobs: " << s.jobs_total << " total, " << s.jobs_finished << " finished, " << s.jobs_unfinished
+      << " unfinished, " << s.jobs_rejected << " rejected\n";
+  TextTable t({"metric", "value"});
+  t.AddRow({"average JCT", Hours(s.avg_jct_s)});
+  t.AddRow({"median JCT", Hours(s.median_jct_s)});
+  t.AddRow({"p95 JCT", Hours(s.p95_jct_s)});
+  t.AddRow({"p99 JCT", Hours(s.p99_jct_s)});
+  t.AddRow({"average queueing", Hours(s.avg_queueing_s)});
+  t.AddRow({"makespan", Hours(s.makespan_s)});
+  t.AddRow({"throughput", FormatDouble(s.avg_throughput_samples_per_s, 4) + " samples/s, " +
+                              FormatDouble(s.avg_throughput_tokens_per_s, 4) + " tokens/s"});
+  t.AddRow({"GPU allocation", FormatDouble(100 * s.gpu_utilization, 3) + "%"});
+  t.AddRow({"useful utilisation", FormatDouble(100 * s.useful_utilization, 3) + "%"});
+  t.AddRow({"finish-time fairness", "avg " + FormatDouble(s.avg_ftf, 3) + ", max " + FormatDouble(s.max_ftf, 3)});
+  t.AddRow({"restarts / preemptions / failures", std::to_string(s.restarts) + " / " + std::to_string(s.preemptions) +
+                                                    " / " + std::to_string(s.failures)});
+  t.AddRow({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
+  if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
+  t.AddRow({"simulation wall time", FormatDouble(s.sim_wall_time_s, 3) + " s"});
+  out << t.Render();
+}
+
+void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
+  if (list.empty()) return;
+  out << "cluster " << list[0].cluster << " (" << list[0].total_gpus << " GPUs), trace " << list[0].trace
+      << ", truth " << list[0].truth << ", seed " << list[0].seed << "\n";
+  TextTable t({"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h", "p99 h", "avg queue h",
+               "makespan h", "alloc %", "useful %", "avg FTF", "restarts", "wall s"});
+  for (const Summary& s : list) {
+    t.AddRow({s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
+              std::to_string(s.jobs_rejected), FormatDouble(s.avg_jct_s / 3600, 4),
+              FormatDouble(s.median_jct_s / 3600, 4), FormatDouble(s.p99_jct_s / 3600, 4),
+              FormatDouble(s.avg_queueing_s / 3600, 4), FormatDouble(s.makespan_s / 3600, 4),
+              FormatDouble(100 * s.gpu_utilization, 3), FormatDouble(100 * s.useful_utilization, 3),
+              FormatDouble(s.avg_ftf, 3), std::to_string(s.restarts), FormatDouble(s.sim_wall_time_s, 3)});
+  }
+  out << t.Render();
+}
+
+Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::string& path) {
+  std::ostringstream out;
+  out << "job_id,user,model,requested_gpus,requested_gpu_type,outcome,reason,submit_s,first_start_s,finish_s,"
+         "jct_s,queueing_s,waiting_s,reconfig_s,restarts,preemptions,failures,total_iterations,done_iterations,"
+         "lost_iterations,gpu_hours";
+  for (size_t t = 0; t < cluster.types().size(); ++t) out << ",gpu_hours_" << cluster.TypeName(static_cast<int>(t));
+  out << ",isolated_s,finish_time_fairness\n";
+  auto quote = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"') q += '"';
+      q += c;
+    }
+    return q + "\"";
+  };
+  for (const JobRecord& j : r.jobs) {
+    bool finished = j.outcome == JobOutcome::kFinished;
+    out << quote(j.id) << ',' << quote(j.user) << ',' << quote(j.model) << ',' << j.requested_gpus << ','
+        << j.requested_gpu_type << ',' << JobOutcomeName(j.outcome) << ',' << quote(j.reason) << ','
+        << Num(ToSeconds(j.submit), 12) << ',' << TimeCell(j.first_start) << ',' << TimeCell(j.finish) << ','
+        << (finished ? Num(j.jct_s(), 12) : "") << ',' << Num(j.queueing_s, 12) << ',' << Num(j.waiting_s, 12) << ','
+        << Num(j.reconfig_s, 12) << ',' << j.restarts << ',' << j.preemptions << ',' << j.failures << ','
+        << Num(j.total_iterations, 12) << ',' << Num(j.done_iterations, 12) << ',' << Num(j.lost_iterations, 12) << ','
+        << Num(j.gpu_s / 3600, 12);
+    for (double g : j.gpu_s_by_type) out << ',' << Num(g / 3600, 12);
+    out << ',' << Num(j.isolated_s, 12) << ',' << (finished && j.isolated_s > 0 ? Num(j.jct_s() / j.isolated_s) : "")
+        << '\n';
+  }
+  return WriteFile(path, out.str());
+}
+
+Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows) {
+  std::ostringstream out;
+  out << "time_s,running_jobs,starting_jobs,pending_jobs,allocated_gpus,progressing_gpus,down_gpus,"
+         "gpu_allocation,useful_utilization,samples_per_s,tokens_per_s\n";
+  const auto& tl = r.timeline;
+  if (tl.empty()) return WriteFile(path, out.str());
+  SimTime start = tl.front().time;
+  SimTime end = std::max<SimTime>(start + 1, static_cast<SimTime>(std::llround(r.summary.makespan_s * 1e6)) + start);
+  // A round-number interval of at least (end - start) / rows.
+  SimTime step = std::max<SimTime>(kMicrosPerSecond, (end - start + rows - 1) / rows);
+  step = (step + kMicrosPerSecond - 1) / kMicrosPerSecond * kMicrosPerSecond;
+  double gpus = std::max(1, r.summary.total_gpus);
+  size_t i = 0;
+  for (SimTime a = start; a < end; a += step) {
+    SimTime b = std::min(end, a + step);
+    double acc[10] = {0};
+    while (i + 1 < tl.size() && tl[i + 1].time <= a) ++i;
+    for (size_t k = i; k < tl.size() && tl[k].time < b; ++k) {
+      SimTime lo = std::max(a, tl[k].time);
+      SimTime hi = k + 1 < tl.size() ? std::min(b, tl[k + 1].time) : b;
+      if (hi <= lo) continue;
+      double w = static_cast<double>(hi - lo) / static_cast<double>(b - a);
+      const TimelinePoint& p = tl[k];
+      acc[0] += w * p.running_jobs;
+      acc[1] += w * p.starting_jobs;
+      acc[2] += w * p.pending_jobs;
+      acc[3] += w * p.allocated_gpus;
+      acc[4] += w * p.progressing_gpus;
+      acc[5] += w * p.down_gpus;
+      acc[6] += w * p.samples_per_s;
+      acc[7] += w * p.tokens_per_s;
+    }
+    out << Num(ToSeconds(a), 12) << ',' << Num(acc[0]) << ',' << Num(acc[1]) << ',' << Num(acc[2]) << ','
+        << Num(acc[3]) << ',' << Num(acc[4]) << ',' << Num(acc[5]) << ',' << Num(acc[3] / gpus) << ','
+        << Num(acc[4] / gpus) << ',' << Num(acc[6]) << ',' << Num(acc[7]) << '\n';
+  }
+  return WriteFile(path, out.str());
+}
+
+Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
+  auto p = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  TESSEL_RETURN_IF_ERROR(WriteFile(p("summary.json"), SummaryJson(r.summary)));
+  TESSEL_RETURN_IF_ERROR(WriteJobsCsv(r, cluster, p("jobs.csv")));
+  TESSEL_RETURN_IF_ERROR(WriteTimelineCsv(r, p("timeline.csv")));
+  TESSEL_RETURN_IF_ERROR(WriteFile(p("jct_cdf.dat"), JctCdfData(r.jobs)));
+  std::string title = r.summary.policy + " on " + r.summary.cluster;
+  std::ostringstream gp;
+  gp << kPngTerminal << "set datafile separator ','\nset key top left\nset grid\n"
+     << "set output 'jct_cdf.png'\nset title 'JCT CDF: " << title << "'\n"
+     << "set datafile separator whitespace\nset xlabel 'JCT (hours)'\nset ylabel 'fraction of finished jobs'\n"
+     << "set logscale x\nset yrange [0:1]\n"
+     << "plot 'jct_cdf.dat' using 1:2 with lines lw 2 title '" << r.summary.policy << "'\n"
+     << "unset logscale x\nset yrange [*:*]\nset datafile separator ','\n"
+     << "set output 'utilization.png'\nset title 'GPU allocation and useful utilisation: " << title << "'\n"
+     << "set xlabel 'time (hours)'\nset ylabel 'fraction of GPUs'\nset yrange [0:1.05]\n"
+     << "plot 'timeline.csv' using ($1/3600):8 every ::1 with lines lw 2 title 'allocated', "
+        "'' using ($1/3600):9 every ::1 with lines lw 2 title 'making progress'\n"
+     << "set yrange [0:*]\nset output 'queue.png'\nset title 'Queue length: " << title << "'\n"
+     << "set ylabel 'jobs'\n"
+     << "plot 'timeline.csv' using ($1/3600):4 every ::1 with lines lw 2 title 'pending', "
+        "'' using ($1/3600):2 every ::1 with lines lw 2 title 'running'\n";
+  TESSEL_RETURN_IF_ERROR(WriteFile(p("plots.gp"), gp.str()));
+  std::string w = RunGnuplot(dir, "plots.gp");
+  if (warning) *warning = w;
+  return Status::Ok();
+}
+
+Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster& cluster, const std::string& dir,
+                              std::string* warning) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
+  std::vector<Summary> summaries;
+  std::ostringstream cdf, bars;
+  cdf << kPngTerminal << "set output 'compare_jct_cdf.png'\nset title 'JCT CDF by policy'\nset grid\n"
+      << "set key bottom right\nset xlabel 'JCT (hours)'\nset ylabel 'fraction of finished jobs'\n"
+      << "set logscale x\nset yrange [0:1]\nplot ";
+  std::ostringstream bar_data;
+  bar_data << "policy avg_jct_h p99_jct_h avg_queueing_h\n";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const SimResult& r = runs[i];
+    summaries.push_back(r.summary);
+    // Policy specs may hold ':' and '='; directory names keep them readable.
+    std::string sub = r.summary.policy;
+    for (char& c : sub) {
+      if (c == ':' || c == '=' || c == '/') c = '_';
+    }
+    std::string w;
+    TESSEL_RETURN_IF_ERROR(WriteRunOutputs(r, cluster, (std::filesystem::path(dir) / sub).string(), &w));
+    cdf << (i ? ", " : "") << "'" << sub << "/jct_cdf.dat' using 1:2 with lines lw 2 title '" << r.summary.policy
+        << "'";
+    bar_data << '"' << r.summary.policy << "\" " << Num(r.summary.avg_jct_s / 3600) << ' '
+             << Num(r.summary.p99_jct_s / 3600) << ' ' << Num(r.summary.avg_queueing_s / 3600) << '\n';
+  }
+  cdf << "\n";
+  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "summary.json").string(), SummaryListJson(summaries)));
+  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.dat").string(), bar_data.str()));
+  bars << kPngTerminal << "set output 'compare_bars.png'\nset title 'Average and p99 JCT, average queueing'\n"
+       << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+       << "set grid ytics\nset ylabel 'hours'\nset xtics rotate by -20\n"
+       << "plot 'compare.dat' using 2:xtic(1) title 'avg JCT', '' using 3 title 'p99 JCT', "
+          "'' using 4 title 'avg queueing'\n";
+  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.gp").string(), cdf.str() + bars.str()));
+  std::string w = RunGnuplot(dir, "compare.gp");
+  if (warning) *warning = w;
+  return Status::Ok();
+}
+
+}  // namespace tessel

@@ -1,0 +1,40 @@
+// A simulation's outputs: the terminal summary, summary.json, jobs.csv,
+// timeline.csv and plots (drawn by gnuplot, run as a separate process).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hardware/cluster.h"
+#include "sim/engine.h"
+
+namespace tessel {
+
+// The summary as one JSON object (keys in a fixed order).
+std::string SummaryJson(const Summary& s);
+// A JSON list of summaries (for `compare --json`).
+std::string SummaryListJson(const std::vector<Summary>& list);
+
+// The readable summary printed by `tessel simulate`.
+void RenderSummary(const Summary& s, std::ostream& out);
+// One row per policy, side by side (`tessel compare`).
+void RenderComparison(const std::vector<Summary>& list, std::ostream& out);
+
+Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::string& path);
+// The timeline resampled to `rows` at most equal intervals, each row the
+// time-weighted mean over its interval.
+Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows = 2000);
+
+// Writes summary.json, jobs.csv, timeline.csv and the plots into `dir`
+// (created if missing). Plots need gnuplot on the PATH; without it the
+// gnuplot scripts are still written and `warning` says how to draw them.
+Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning);
+
+// compare: summary.json (a list), one directory per policy with its run's
+// outputs, and compare_jct_cdf.png / compare_bars.png.
+Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster& cluster, const std::string& dir,
+                              std::string* warning);
+
+}  // namespace tessel
