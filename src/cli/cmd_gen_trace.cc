@@ -12,14 +12,26 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
   auto opts = std::make_shared<GenTraceOptions>();
   auto out = std::make_shared<std::string>();
   app.add_option("--seed", opts->seed, "Seed (default 1); the same seed gives the same file byte for byte");
-  app.add_option("--jobs", opts->jobs, "Number of jobs");
+  app.add_option("--jobs", opts->jobs, "Number of jobs (default 200)");
+  app.add_option("--profile", opts->profile, "Size/duration mix: philly (default) or itp");
+  app.add_option("--rate", opts->arrival_rate_per_hour, "Arrivals per hour (default: the profile's measured rate)");
+  app.add_option("--duration-scale", opts->duration_scale, "Multiply every duration (default 1)");
+  app.add_option("--max-job-gpus", opts->max_job_gpus, "Clamp job sizes to this many GPUs (default 64)");
+  app.add_option("--gpu-types", opts->gpu_types, "GPU types jobs request, uniformly (default: any type)")
+      ->delimiter(',');
+  app.add_flag("--elastic", opts->elastic, "Elastic jobs: [1, 4 x requested] GPUs");
   app.add_option("--out", *out, "Write here instead of stdout");
   app.footer(
       "\nArrivals are Poisson; GPU counts and durations follow published cluster-trace mixes\n"
       "(see src/workload/gen_trace.h). Models come from the same seeded mapping the ITP/Philly\n"
       "importers use. The output is tessel's trace format (`--format tessel`).");
   return [io, opts, out] {
-    Workload w = GenerateTrace(*opts);
+    auto generated = GenerateTrace(*opts);
+    if (!generated.ok()) {
+      io.err << "error: " << generated.status().message() << "\n";
+      return 2;
+    }
+    const Workload& w = *generated;
     if (out->empty()) {
       Status s = WriteTraceCsv(w, io.out);
       if (!s.ok()) {

@@ -58,7 +58,10 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (f.traces.empty()) {
     GenTraceOptions g;
     g.seed = f.seed;
-    setup.workload = GenerateTrace(g);
+    auto generated = GenerateTrace(g);
+    if (!generated.ok()) return generated.status();
+    setup.workload = std::move(*generated);
+    setup.workload.name = "generated (gen-trace --seed " + std::to_string(f.seed) + ")";
     if (f.limit > 0 && setup.workload.jobs.size() > f.limit) setup.workload.jobs.resize(f.limit);
   } else {
     auto format = ParseTraceFormat(f.format);

@@ -1,0 +1,237 @@
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "policy/policy.h"
+#include "sim/report.h"
+
+namespace tessel {
+namespace {
+
+// A 2-node cluster of 4 A100s each (8 GPUs) and a 1-node pool of 4 V100s.
+const char* kTinyCluster = R"(name: tiny
+pools:
+  - {name: a100, gpu: a100-80g, nodes: 2, gpus_per_node: 4, intra: nvswitch, network_gbps: 200}
+  - {name: v100, gpu: v100-32g, nodes: 1, gpus_per_node: 4, intra: nvlink-mesh, network_gbps: 100}
+)";
+
+Cluster Tiny() { return Cluster::Build(ParseClusterYaml(kTinyCluster, "tiny.yaml").value()).value(); }
+
+JobSpec Job(std::string id, SimTime submit, int gpus, double iterations, std::string type = "a100-80g",
+            std::string model = "gpt3-350m") {
+  JobSpec j;
+  j.id = std::move(id);
+  j.submit = submit;
+  j.model = std::move(model);
+  j.global_batch = 32;
+  j.iterations = iterations;
+  j.requested_gpus = gpus;
+  j.min_gpus = j.max_gpus = gpus;
+  j.requested_gpu_type = std::move(type);
+  return j;
+}
+
+struct SimRun {
+  SimResult result;
+  std::string log;
+};
+
+SimRun Simulate(const Cluster& cluster, const Workload& w, const std::string& policy_spec, SimConfig config = {}) {
+  auto policy = PolicyRegistry::Builtin().Create(policy_spec, PolicyContext{}).value();
+  EstimatorThroughput belief(cluster, policy->traits().plan_mode);
+  Simulator sim(cluster, w, *policy, belief, belief, config);
+  std::ostringstream log;
+  sim.set_event_log(&log);
+  auto r = sim.Run();
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return {r.ok() ? std::move(*r) : SimResult{}, log.str()};
+}
+
+const JobRecord& Find(const SimResult& r, const std::string& id) {
+  for (const JobRecord& j : r.jobs) {
+    if (j.id == id) return j;
+  }
+  ADD_FAILURE() << "no job " << id;
+  return r.jobs.front();
+}
+
+TEST(SimEngineTest, FcfsRunsJobsInOrderAndFinishesThem) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "three";
+  w.jobs = {Job("a", 0, 8, 2000), Job("b", Seconds(10), 4, 1000), Job("c", Seconds(20), 4, 1000)};
+  SimRun run = Simulate(c, w, "fcfs");
+  const SimResult& r = run.result;
+  EXPECT_EQ(r.summary.jobs_finished, 3);
+  // a takes both A100 nodes; b and c wait for it, then run side by side.
+  const JobRecord& a = Find(r, "a");
+  const JobRecord& b = Find(r, "b");
+  const JobRecord& c_ = Find(r, "c");
+  EXPECT_EQ(a.first_start, 0);
+  EXPECT_EQ(b.first_start, a.finish);
+  EXPECT_EQ(c_.first_start, a.finish);
+  EXPECT_NEAR(a.jct_s(), a.isolated_s, 1e-5);  // alone, no queueing
+  EXPECT_NEAR(b.queueing_s, ToSeconds(a.finish) - 10, 1e-6);
+  EXPECT_NE(run.log.find("start job=b"), std::string::npos);
+}
+
+TEST(SimEngineTest, SameInputsGiveByteIdenticalOutputs) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "mix";
+  for (int i = 0; i < 30; ++i) {
+    w.jobs.push_back(Job("j" + std::to_string(i), Seconds(37 * i), 1 + i % 4, 300 + 50 * (i % 7),
+                         i % 3 == 0 ? "v100-32g" : "a100-80g"));
+  }
+  SimConfig cfg;
+  cfg.failures.node_mtbf_s = 4 * 3600;
+  cfg.seed = 7;
+  SimRun one = Simulate(c, w, "fcfs:backfill=easy", cfg);
+  SimRun two = Simulate(c, w, "fcfs:backfill=easy", cfg);
+  EXPECT_EQ(one.log, two.log);
+  std::string dir = ::testing::TempDir();
+  ASSERT_TRUE(WriteJobsCsv(one.result, c, dir + "/one.csv").ok());
+  ASSERT_TRUE(WriteJobsCsv(two.result, c, dir + "/two.csv").ok());
+  std::ostringstream a, b;
+  a << std::ifstream(dir + "/one.csv").rdbuf();
+  b << std::ifstream(dir + "/two.csv").rdbuf();
+  EXPECT_EQ(a.str(), b.str());
+  EXPECT_FALSE(a.str().empty());
+}
+
+TEST(SimEngineTest, ConservationJobsEndSomewhereAndGpuSecondsAddUp) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "conservation";
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(Job("j" + std::to_string(i), Seconds(20 * i), 1 + i % 8, 400));
+  w.jobs.push_back(Job("huge", Seconds(5), 64, 10));  // can never fit: 8 A100s
+  SimConfig cfg;
+  cfg.horizon = Seconds(3 * 3600);
+  cfg.failures.node_mtbf_s = 6 * 3600;
+  SimRun run = Simulate(c, w, "fcfs:backfill=first-fit", cfg);
+  const SimResult& r = run.result;
+  EXPECT_EQ(r.summary.jobs_finished + r.summary.jobs_unfinished + r.summary.jobs_rejected, r.summary.jobs_total);
+  EXPECT_EQ(r.summary.jobs_total, 41);
+  // GPU-seconds held by jobs equal the integral of allocated GPUs.
+  double held = 0;
+  for (const JobRecord& j : r.jobs) {
+    held += j.gpu_s;
+    double by_type = 0;
+    for (double g : j.gpu_s_by_type) by_type += g;
+    EXPECT_NEAR(by_type, j.gpu_s, 1e-6 * (1 + j.gpu_s));
+    EXPECT_LE(j.done_iterations, j.total_iterations + 1e-9);
+  }
+  double integral = r.summary.gpu_utilization * r.summary.total_gpus * r.summary.makespan_s;
+  EXPECT_NEAR(held, integral, 1e-6 * held + 1e-3);
+}
+
+TEST(SimEngineTest, JobThatCanNeverFitIsRejectedWithReasonAndTheRunGoesOn) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "reject";
+  w.jobs = {Job("ok", 0, 2, 100), Job("too-big", 0, 16, 100), Job("no-type", 0, 1, 100, "h100-sxm"),
+            Job("oom", 0, 1, 100, "v100-32g", "gpt3-175b")};
+  SimRun run = Simulate(c, w, "fcfs");
+  EXPECT_EQ(run.result.summary.jobs_finished, 1);
+  EXPECT_EQ(run.result.summary.jobs_rejected, 3);
+  EXPECT_NE(Find(run.result, "too-big").reason.find("needs 16 GPUs; the cluster has 8 a100-80g"), std::string::npos);
+  EXPECT_NE(Find(run.result, "no-type").reason.find("requests GPU type h100-sxm; the cluster has a100-80g, v100-32g"),
+            std::string::npos);
+  EXPECT_NE(Find(run.result, "oom").reason.find("does not fit on 1 v100-32g"), std::string::npos);
+  EXPECT_EQ(Find(run.result, "too-big").outcome, JobOutcome::kRejected);
+}
+
+TEST(SimEngineTest, HorizonLeavesUnfinishedJobsOutOfTheAverages) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "horizon";
+  w.jobs = {Job("short", 0, 4, 10), Job("long", 0, 4, 1e9)};
+  SimConfig cfg;
+  cfg.horizon = Seconds(3600);
+  SimRun run = Simulate(c, w, "fcfs", cfg);
+  const Summary& s = run.result.summary;
+  EXPECT_EQ(s.jobs_finished, 1);
+  EXPECT_EQ(s.jobs_unfinished, 1);
+  EXPECT_NEAR(s.avg_jct_s, Find(run.result, "short").jct_s(), 1e-9);
+  EXPECT_EQ(Find(run.result, "long").outcome, JobOutcome::kRunning);
+  EXPECT_NEAR(s.makespan_s, 3600, 1e-9);
+}
+
+TEST(SimEngineTest, NodeFailureRestartsJobsFromTheirLastCheckpoint) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "failures";
+  for (int i = 0; i < 6; ++i) w.jobs.push_back(Job("j" + std::to_string(i), 0, 4, 20000, i < 4 ? "a100-80g" : "v100-32g"));
+  SimConfig cfg;
+  cfg.failures.node_mtbf_s = 2 * 3600;
+  cfg.failures.repair_s = 600;
+  cfg.failures.checkpoint_interval_s = 600;
+  cfg.seed = 3;
+  SimRun run = Simulate(c, w, "fcfs", cfg);
+  const Summary& s = run.result.summary;
+  EXPECT_EQ(s.jobs_finished, 6);
+  EXPECT_GT(s.failures, 0);
+  double lost = 0;
+  for (const JobRecord& j : run.result.jobs) {
+    lost += j.lost_iterations;
+    if (j.failures > 0) {
+      EXPECT_GT(j.restarts, 0) << j.id;
+      EXPECT_GT(j.jct_s(), j.isolated_s) << j.id;
+    }
+  }
+  EXPECT_GT(lost, 0);
+  EXPECT_NE(run.log.find("fail node="), std::string::npos);
+  EXPECT_NE(run.log.find("repair node="), std::string::npos);
+}
+
+// A policy that breaks its contract: gives every pending job node 0.
+class GreedyBrokenPolicy : public Policy {
+ public:
+  std::string_view name() const override { return "broken"; }
+  PolicyTraits traits() const override { return {}; }
+  Decision Decide(const Snapshot& s) override {
+    Decision d;
+    for (const JobView* j : s.jobs) {
+      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, Allocation{0, {{0, 4}}}});
+    }
+    return d;
+  }
+};
+
+TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "broken";
+  w.jobs = {Job("a", 0, 4, 100), Job("b", 0, 4, 100)};
+  GreedyBrokenPolicy policy;
+  EstimatorThroughput belief(c, PlanMode::kDataParallel);
+  Simulator sim(c, w, policy, belief, belief, SimConfig{});
+  auto r = sim.Run();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+  EXPECT_NE(r.status().message().find("policy broken gave job b a100-80g x4 on n0:4, but node 0 has 0 free GPUs"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(SimEngineTest, DurationTracesBecomeIterationsAtTheReferenceGpu) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "durations";
+  JobSpec j = Job("d", 0, 4, 0, "");
+  j.iterations.reset();
+  j.duration_s = 3600;
+  w.jobs = {j};
+  SimConfig cfg;
+  cfg.reference_gpu = "a100-80g";
+  SimRun run = Simulate(c, w, "fcfs", cfg);
+  // Alone on the reference GPU it takes exactly its trace duration.
+  EXPECT_NEAR(run.result.jobs[0].jct_s(), 3600, 1e-5);
+}
+
+}  // namespace
+}  // namespace tessel
