@@ -28,9 +28,18 @@ class FcfsPolicy : public Policy {
     int res_type = -1;
     SimTime res_time = kNever;
     int res_spare = 0;
+    const int num_types = static_cast<int>(snap.cluster->types().size());
     for (const JobView* job : snap.jobs) {
       if (job->phase != JobPhase::kPending) continue;
       const JobSpec& spec = *job->spec;
+      if (blocked) {
+        // Backfilling: skip cheaply what cannot fit anywhere now, and stop
+        // once nothing is free.
+        int most_free = 0;
+        for (int t = 0; t < num_types; ++t) most_free = std::max(most_free, free.free_of_type(t));
+        if (most_free == 0) break;
+        if (spec.requested_gpus > most_free) continue;
+      }
       std::vector<int> types = CandidateTypes(*job, snap);
       if (types.empty()) {
         d.reject.push_back({job->index, "no GPU type in the cluster can run it on " +
