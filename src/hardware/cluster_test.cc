@@ -1,0 +1,95 @@
+#include "hardware/cluster.h"
+
+#include <gtest/gtest.h>
+
+namespace tessel {
+namespace {
+
+TEST(ClusterTest, EmbeddedClustersHaveThePublishedSizes) {
+  struct Row {
+    const char* name;
+    int gpus;
+    int types;
+  };
+  for (const Row& r : {Row{"arena-1280", 1280, 4}, Row{"pollux-64", 64, 1}, Row{"sia-64", 64, 3}, Row{"demo", 112, 3}}) {
+    auto c = LoadCluster(r.name);
+    ASSERT_TRUE(c.ok()) << r.name << ": " << c.status().ToString();
+    EXPECT_EQ(c->total_gpus(), r.gpus) << r.name;
+    EXPECT_EQ(c->types().size(), static_cast<size_t>(r.types)) << r.name;
+  }
+}
+
+TEST(ClusterTest, ArenaClusterMatchesTheArtifact) {
+  Cluster c = LoadCluster("arena-1280").value();
+  int a100 = c.FindType("a100");
+  ASSERT_GE(a100, 0);
+  EXPECT_EQ(c.types()[a100].total_gpus, 320);
+  EXPECT_EQ(c.types()[a100].nodes.size(), 80u);
+  EXPECT_EQ(c.types()[a100].topology.gpus_per_node, 4);
+  int v100 = c.FindType("v100-32g");
+  EXPECT_EQ(c.types()[v100].max_gpus_per_node, 16);
+  EXPECT_EQ(c.nodes().size(), 420u);
+  EXPECT_EQ(c.FindType("h100"), -1);
+}
+
+TEST(ClusterTest, YamlPoolsRacksAndOverrides) {
+  auto spec = ParseClusterYaml(R"(name: mine
+racks: {nodes_per_rack: 2, oversubscription: 3}
+pools:
+  - {gpu: h100, nodes: 3}
+  - {name: old, gpu: v100, nodes: 2, gpus_per_node: 4, intra: pcie, network_gbps: 25}
+)",
+                               "mine.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  Cluster c = Cluster::Build(*spec).value();
+  EXPECT_EQ(c.total_gpus(), 3 * 8 + 2 * 4);
+  EXPECT_EQ(c.num_racks(), 3);
+  EXPECT_EQ(spec->pools[0].name, "h100-sxm");
+  EXPECT_EQ(spec->pools[1].intra, LinkKind::kPcie);
+  EXPECT_DOUBLE_EQ(spec->pools[1].network_gbps, 25);
+  EXPECT_DOUBLE_EQ(spec->rack_oversubscription, 3);
+}
+
+struct BadYaml {
+  const char* name;
+  const char* yaml;
+  const char* error;
+};
+
+class ClusterYamlErrorTest : public ::testing::TestWithParam<BadYaml> {};
+
+TEST_P(ClusterYamlErrorTest, NamesFileLineAndField) {
+  auto spec = ParseClusterYaml(GetParam().yaml, "c.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find(GetParam().error), std::string::npos) << spec.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ClusterYamlErrorTest,
+    ::testing::Values(
+        BadYaml{"UnknownGpu", "name: x\npools:\n  - {gpu: a1000, nodes: 2}\n", "c.yaml:3: pools[0].gpu: unknown gpu 'a1000'"},
+        BadYaml{"NegativeNodes", "name: x\npools:\n  - gpu: a100\n    nodes: -2\n", "c.yaml:4: pools[0].nodes: must be at least 1"},
+        BadYaml{"NotANumber", "name: x\npools:\n  - gpu: a100\n    nodes: many\n",
+                "c.yaml:4: pools[0].nodes: expected a whole number, got 'many'"},
+        BadYaml{"UnknownField", "name: x\npools:\n  - {gpu: a100, nodes: 2, gpu_count: 4}\n",
+                "pools[0].gpu_count: unknown field; known: name, gpu, nodes"},
+        BadYaml{"UnknownFabric", "name: x\npools:\n  - {gpu: a100, nodes: 2, intra: infiniband}\n",
+                "pools[0].intra: unknown intra-node fabric 'infiniband'; expected pcie, nvlink-bridge"},
+        BadYaml{"NoPools", "name: x\n", "c.yaml: pools: required"},
+        BadYaml{"NoName", "pools:\n  - {gpu: a100, nodes: 2}\n", "c.yaml: name: required"},
+        BadYaml{"Oversubscription", "name: x\nracks: {oversubscription: 0.5}\npools:\n  - {gpu: a100, nodes: 1}\n",
+                "c.yaml:2: racks.oversubscription: must be >= 1"},
+        BadYaml{"NodeTypeMismatch", "name: x\npools:\n  - {gpu: v100, node_type: dgx-a100-40g, nodes: 1}\n",
+                "node_type dgx-a100-40g holds a100-40g, not v100-32g"},
+        BadYaml{"BrokenYaml", "name: x\npools: [\n", "c.yaml:"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ClusterTest, UnknownClusterNameListsKnownOnes) {
+  auto c = LoadCluster("arena-128");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("unknown cluster 'arena-128'"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("arena-1280"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessel
