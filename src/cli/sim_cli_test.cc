@@ -1,0 +1,152 @@
+// The simulate / compare / clusters / policies / gen-trace CLI contract:
+// JSON fields scripts rely on, outputs written, exact errors for bad input.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "testing/test_data.h"
+
+namespace tessel {
+namespace {
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out Tessel(std::vector<std::string> args) {
+  args.insert(args.begin(), "tessel");
+  std::ostringstream o, e;
+  int code = RunCli(args, o, e);
+  return {code, o.str(), e.str()};
+}
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(SimCli, SimulateJsonHasTheSummaryContract) {
+  Out r = Tessel({"simulate", "--policy", "fcfs", "--json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"policy", "jobs_total", "jobs_finished", "jobs_unfinished", "jobs_rejected", "avg_jct_s",
+                        "median_jct_s", "p99_jct_s", "avg_queueing_s", "makespan_s", "avg_throughput_samples_per_s",
+                        "gpu_utilization", "sim_wall_time_s"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["policy"], "fcfs");
+  EXPECT_EQ(j["jobs_total"], 200);
+  EXPECT_EQ(j["jobs_finished"].get<int>() + j["jobs_unfinished"].get<int>() + j["jobs_rejected"].get<int>(), 200);
+}
+
+TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
+  std::string base = ::testing::TempDir() + "/simcli_out";
+  std::filesystem::remove_all(base);
+  for (const char* d : {"/a", "/b"}) {
+    Out r = Tessel({"simulate", "--policy", "fcfs:backfill=easy", "--seed", "5", "--out", base + d, "--no-progress"});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  for (const char* f : {"jobs.csv", "timeline.csv"}) {
+    std::ifstream a(base + "/a/" + f), b(base + "/b/" + f);
+    std::stringstream sa, sb;
+    sa << a.rdbuf();
+    sb << b.rdbuf();
+    EXPECT_FALSE(sa.str().empty()) << f;
+    EXPECT_EQ(sa.str(), sb.str()) << f;
+  }
+  EXPECT_TRUE(std::filesystem::exists(base + "/a/summary.json"));
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    for (const char* png : {"jct_cdf.png", "utilization.png", "queue.png"}) {
+      EXPECT_GT(std::filesystem::file_size(base + "/a/" + png), 1000u) << png;
+    }
+  }
+}
+
+TEST(SimCli, CompareJsonIsAListOfSummaries) {
+  Out r = Tessel({"compare", "--policies", "fcfs,fcfs:backfill=first-fit", "--json", "--limit", "60"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["policy"], "fcfs");
+  EXPECT_EQ(j[1]["policy"], "fcfs:backfill=first-fit");
+  EXPECT_EQ(j[1]["jobs_total"], 60);
+}
+
+TEST(SimCli, ClustersAndPoliciesListTheRegistry) {
+  Out c = Tessel({"clusters"});
+  ASSERT_EQ(c.code, 0);
+  for (const char* n : {"arena-1280", "pollux-64", "sia-64", "demo"}) EXPECT_NE(c.out.find(n), std::string::npos) << n;
+  Out p = Tessel({"policies", "--json"});
+  ASSERT_EQ(p.code, 0);
+  auto j = nlohmann::json::parse(p.out);
+  std::vector<std::string> names;
+  for (const auto& e : j) names.push_back(e["name"]);
+  for (const char* n : {"fcfs", "srtf", "tiresias", "gandiva", "gavel", "gavel-throughput", "elasticflow"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+}
+
+TEST(SimCli, GenTraceIsSeededAndLoadable) {
+  Out a = Tessel({"gen-trace", "--seed", "3", "--jobs", "50"});
+  Out b = Tessel({"gen-trace", "--seed", "3", "--jobs", "50"});
+  Out c = Tessel({"gen-trace", "--seed", "4", "--jobs", "50"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  std::string path = TempFile("gen.csv", a.out);
+  Out r = Tessel({"simulate", "--trace", path, "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["jobs_total"], 50);
+}
+
+struct BadInput {
+  const char* name;
+  std::vector<std::string> args;
+  int code;
+  const char* error;
+};
+
+class SimCliErrorTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(SimCliErrorTest, SaysWhatWasWrong) {
+  Out r = Tessel(GetParam().args);
+  EXPECT_EQ(r.code, GetParam().code) << r.err;
+  EXPECT_NE(r.err.find(GetParam().error), std::string::npos) << r.err;
+}
+
+std::string BadTrace() {
+  return TempFile("bad_trace.csv",
+                  "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+                  "a,0,100,bert__760M,0,128,4,a100\n"
+                  "b,10,lots,bert__760M,0,128,4,a100\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SimCliErrorTest,
+    ::testing::Values(
+        BadInput{"UnknownPolicy", {"simulate", "--policy", "fcfss"}, 2, "unknown policy 'fcfss'"},
+        BadInput{"UnknownPolicyOption", {"simulate", "--policy", "fcfs:backfil=easy"}, 2,
+                 "fcfs: unknown option 'backfil'; known: backfill"},
+        BadInput{"BadPolicyOptionValue", {"simulate", "--policy", "fcfs:backfill=always"}, 2,
+                 "backfill 'always': expected none, first-fit or easy"},
+        BadInput{"UnknownCluster", {"simulate", "--cluster", "arena"}, 2, "--cluster: unknown cluster 'arena'"},
+        BadInput{"UnknownFormat", {"simulate", "--trace", "x.csv", "--format", "slurm"}, 2, "unknown"},
+        BadInput{"MissingTrace", {"simulate", "--trace", "/nonexistent/trace.csv"}, 2, "/nonexistent/trace.csv"},
+        BadInput{"MalformedTraceLine", {"simulate", "--trace", BadTrace()}, 2, "bad_trace.csv:3: num_iteration"},
+        BadInput{"BadTruth", {"simulate", "--truth", "oracle"}, 2, "--truth oracle: expected estimator or arena-db"},
+        BadInput{"BadHorizon", {"simulate", "--horizon", "soon"}, 2, "--horizon: expected a duration"},
+        BadInput{"BadParallelism", {"simulate", "--baseline-parallelism", "tp"}, 2,
+                 "--baseline-parallelism: parallelism 'tp': expected dp or best"},
+        BadInput{"ReferenceGpuNotInCluster", {"simulate", "--reference-gpu", "h100", "--cluster", "pollux-64"}, 2,
+                 "--reference-gpu h100: not in the cluster; it has t4"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace tessel
