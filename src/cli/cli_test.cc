@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "error: --search: unknown mode 'random'; known: full, grid"},
         BadInput{"yaml_missing", With({"plan", "--model", "/nonexistent/m.yaml"}),
                  "error: --model: cannot open '/nonexistent/m.yaml'"},
-        BadInput{"unknown_command", {"simulate"}, "commands: gpus nodes models estimate plan accuracy calibrate"}),
+        BadInput{"unknown_command", {"schedule"}, "commands: gpus nodes models estimate plan accuracy calibrate clusters policies gen-trace simulate compare"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Cli, CatalogCommands) {

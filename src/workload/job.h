@@ -43,6 +43,8 @@ struct JobSpec {
 
   // Where the job came from, for error messages and reports ("file:line").
   std::string origin;
+
+  bool operator==(const JobSpec&) const = default;
 };
 
 // A whole workload, jobs in submit order (ties keep the trace's order).

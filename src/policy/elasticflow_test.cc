@@ -1,0 +1,143 @@
+#include "policy/elasticflow.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "policy/policy_test_util.h"
+
+namespace tessel {
+namespace {
+using testing::MakeJob;
+using testing::PolicyFixture;
+
+// `nodes` nodes of `per_node` A100s.
+std::string Cluster(int nodes, int per_node) {
+  std::string name = "elasticflow_" + std::to_string(nodes) + "x" + std::to_string(per_node);
+  std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::ofstream(path) << "name: " << name << "\npools:\n  - {name: a100, gpu: a100-80g, nodes: " << nodes
+                      << ", gpus_per_node: " << per_node << ", intra: nvswitch}\n";
+  return path;
+}
+
+std::unique_ptr<Policy> ElasticFlow(const std::string& spec = "elasticflow") {
+  return PolicyRegistry::Builtin().Create(spec, PolicyContext{}).value();
+}
+
+std::string Show(const Decision& d, const tessel::Cluster& c) {
+  std::string s;
+  for (const auto& [job, alloc] : d.assign) s += (s.empty() ? "j" : "; j") + std::to_string(job) + "=" + alloc.ToString(c);
+  return s;
+}
+
+Allocation On(int type, std::vector<Placement> parts) { return Allocation{type, std::move(parts)}; }
+
+// Two elastic jobs [1, 4] and a rigid 2-GPU job on 8 GPUs: minimum shares
+// 1 + 1 + 2, then the 4 left go by marginal return, i.e. to the job with
+// more remaining work first.
+TEST(ElasticFlowTest, LeftoverGpusGoToBestMarginalGain) {
+  for (bool first_is_long : {true, false}) {
+    SCOPED_TRACE(first_is_long ? "first long" : "second long");
+    PolicyFixture f(Cluster(2, 4));
+    f.AddJob(MakeJob("p").Gpus(1).Elastic(1, 4).Batch(256).Iterations(first_is_long ? 1e6 : 1e3));
+    f.AddJob(MakeJob("q").Gpus(1).Elastic(1, 4).Batch(256).Iterations(first_is_long ? 1e3 : 1e6));
+    f.AddJob(MakeJob("rigid").Gpus(2).Batch(256));
+    auto policy = ElasticFlow();
+    EXPECT_TRUE(policy->traits().uses_rounds);
+    Decision d = policy->Decide(f.Snap(0));
+    EXPECT_TRUE(d.reject.empty());
+    if (first_is_long) {
+      EXPECT_EQ(Show(d, f.cluster()), "j0=a100-80g x4 on n0:4; j1=a100-80g x2 on n1:2; j2=a100-80g x2 on n1:2");
+    } else {
+      EXPECT_EQ(Show(d, f.cluster()), "j0=a100-80g x2 on n1:2; j1=a100-80g x4 on n0:4; j2=a100-80g x2 on n1:2");
+    }
+  }
+}
+
+TEST(ElasticFlowTest, RespectsMinAndMax) {
+  PolicyFixture f(Cluster(2, 4));
+  f.AddJob(MakeJob("small").Gpus(1).Elastic(1, 2).Batch(256).Iterations(1e6));
+  f.AddJob(MakeJob("big").Gpus(4).Elastic(4, 8).Batch(256).Iterations(1e6));
+  f.AddJob(MakeJob("late").Gpus(8).Batch(256));
+  Decision d = ElasticFlow()->Decide(f.Snap(0));
+  // Minimums 1 and 4 (the late 8-GPU job gets nothing and waits); of the 3
+  // left, "small" takes one step to its max of 2, "big" cannot double.
+  EXPECT_EQ(Show(d, f.cluster()), "j0=a100-80g x2 on n1:2; j1=a100-80g x4 on n0:4");
+}
+
+TEST(ElasticFlowTest, KeepsPlacementWhenCountIsUnchanged) {
+  PolicyFixture f(Cluster(2, 4));
+  int a100 = f.Type("a100-80g");
+  JobView& p = f.AddJob(MakeJob("p").Gpus(1).Elastic(1, 4).Batch(256).Iterations(1e6));
+  JobView& q = f.AddJob(MakeJob("q").Gpus(1).Elastic(1, 4).Batch(256).Iterations(1e3));
+  JobView& r = f.AddJob(MakeJob("rigid").Gpus(2).Batch(256));
+  // The allocation of the first case, placed differently.
+  f.Run(p, On(a100, {{1, 4}}));
+  f.Run(q, On(a100, {{0, 2}}));
+  f.Run(r, On(a100, {{0, 2}}));
+  p.done_iterations = 10;
+  EXPECT_EQ(Show(ElasticFlow()->Decide(f.Snap(Seconds(300))), f.cluster()), "");
+}
+
+TEST(ElasticFlowTest, GrowingJobKeepsItsGpus) {
+  PolicyFixture f(Cluster(2, 4));
+  int a100 = f.Type("a100-80g");
+  JobView& a = f.AddJob(MakeJob("a").Gpus(2).Elastic(2, 4).Batch(256).Iterations(1e6));
+  f.Run(a, On(a100, {{1, 2}}));
+  // a doubles onto the two free GPUs beside it; a fresh best-fit placement
+  // would have moved it to the empty n0.
+  EXPECT_EQ(Show(ElasticFlow()->Decide(f.Snap(Seconds(300))), f.cluster()), "j0=a100-80g x4 on n1:4");
+}
+
+// One node of 4: a rigid 1-GPU job and two elastic [1, 2] jobs; one step of
+// 1 GPU is left over. The job holding it keeps it against a job that gains
+// only 5% more, unless hysteresis is off.
+TEST(ElasticFlowTest, HysteresisKeepsTheIncumbent) {
+  PolicyFixture f(Cluster(1, 4));
+  int a100 = f.Type("a100-80g");
+  JobView& r = f.AddJob(MakeJob("rigid").Gpus(1).Batch(256));
+  JobView& held = f.AddJob(MakeJob("held").Gpus(1).Elastic(1, 2).Batch(256).Iterations(1e5));
+  JobView& rival = f.AddJob(MakeJob("rival").Gpus(1).Elastic(1, 2).Batch(256).Iterations(1.05e5));
+  f.Run(r, On(a100, {{0, 1}}));
+  f.Run(held, On(a100, {{0, 2}}));
+  f.Run(rival, On(a100, {{0, 1}}));
+  EXPECT_EQ(Show(ElasticFlow()->Decide(f.Snap(Seconds(300))), f.cluster()), "");
+  EXPECT_EQ(Show(ElasticFlow("elasticflow:hysteresis=0")->Decide(f.Snap(Seconds(300))), f.cluster()),
+            "j1=a100-80g x1 on n0:1; j2=a100-80g x2 on n0:2");
+}
+
+TEST(ElasticFlowTest, SameSnapshotSameDecision) {
+  PolicyFixture f(Cluster(2, 4));
+  int a100 = f.Type("a100-80g");
+  JobView& a = f.AddJob(MakeJob("a").Gpus(2).Elastic(1, 8).Batch(256).Iterations(5e4));
+  f.Run(a, On(a100, {{0, 2}}));
+  f.AddJob(MakeJob("b").Gpus(2).Elastic(2, 4).Batch(256).Iterations(2e5));
+  f.AddJob(MakeJob("c").Gpus(1).Elastic(1, 4).Batch(256).Iterations(1e5));
+  Snapshot s = f.Snap(Seconds(60));
+  auto policy = ElasticFlow();
+  Decision d1 = policy->Decide(s);
+  Decision d2 = policy->Decide(s);
+  Decision d3 = ElasticFlow()->Decide(s);
+  EXPECT_EQ(d1.assign, d2.assign);
+  EXPECT_EQ(d1.assign, d3.assign);
+  int total = 0;
+  for (const auto& [job, alloc] : d1.assign) total += alloc.gpus();
+  EXPECT_LE(total, 8);
+}
+
+TEST(ElasticFlowTest, RejectsJobThatFitsNowhere) {
+  PolicyFixture f(Cluster(2, 4));
+  f.AddJob(MakeJob("huge").Gpus(16).Elastic(16, 32));
+  f.AddJob(MakeJob("h100").Gpus(1).Type("h100-sxm"));
+  f.AddJob(MakeJob("ok").Gpus(2));
+  Decision d = ElasticFlow()->Decide(f.Snap(0));
+  ASSERT_EQ(d.reject.size(), 2u);
+  EXPECT_EQ(d.reject[0].first, 0);
+  EXPECT_EQ(d.reject[0].second, "needs 16 GPUs; the largest GPU type in the cluster has 8");
+  EXPECT_EQ(d.reject[1].first, 1);
+  EXPECT_EQ(d.reject[1].second, "requested GPU type 'h100-sxm' is not in the cluster");
+  EXPECT_EQ(Show(d, f.cluster()), "j2=a100-80g x2 on n0:2");
+}
+
+}  // namespace
+}  // namespace tessel

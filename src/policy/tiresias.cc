@@ -1,0 +1,186 @@
+#include "policy/tiresias.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "core/strings.h"
+#include "policy/placement.h"
+#include "policy/srtf.h"
+
+namespace tessel {
+namespace {
+
+// Slack for comparing times and services that the backend accumulates in
+// floating point (a millisecond, or a GPU-millisecond).
+constexpr double kSlack = 1e-3;
+
+class TiresiasPolicy : public Policy {
+ public:
+  TiresiasPolicy(std::vector<double> thresholds, double starvation, PlanMode mode)
+      : thresholds_(std::move(thresholds)), starvation_(starvation), mode_(mode) {}
+  std::string_view name() const override { return "tiresias"; }
+  PolicyTraits traits() const override {
+    PolicyTraits t;
+    t.uses_rounds = true;
+    t.plan_mode = mode_;
+    return t;
+  }
+
+  Decision Decide(const Snapshot& snap) override {
+    Decision d;
+    struct Ranked {
+      int queue;
+      bool waiting;
+      SimTime submit;
+      PriorityEntry entry;
+    };
+    std::vector<Ranked> ranked;
+    ranked.reserve(snap.jobs.size());
+    for (const JobView* job : snap.jobs) {
+      const JobSpec& spec = *job->spec;
+      std::vector<int> types = RunnableTypes(*job, snap);
+      if (types.empty()) {
+        if (job->alloc.empty()) {
+          d.reject.push_back({job->index, NeverRunsReason(*job, snap, spec.requested_gpus)});
+          continue;
+        }
+        types.push_back(job->alloc.type);
+      }
+      Service s = ServiceOf(*job, snap);
+      int queue = QueueOf(s.service);
+      SimTime wake = NextChange(*job, snap, s, queue);
+      d.wake_at = std::min(d.wake_at, wake);
+      ranked.push_back({queue, job->alloc.empty(), spec.submit, {job, spec.requested_gpus, std::move(types)}});
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      return std::tie(a.queue, a.waiting, a.submit, a.entry.job->index) <
+             std::tie(b.queue, b.waiting, b.submit, b.entry.job->index);
+    });
+    std::vector<PriorityEntry> order;
+    order.reserve(ranked.size());
+    for (Ranked& r : ranked) order.push_back(std::move(r.entry));
+    AllocateByPriority(snap, order, d);
+    return d;
+  }
+
+ private:
+  // The service that decides a job's queue, and what it was derived from.
+  struct Service {
+    double service = 0;    // GPU-seconds
+    double gpus = 1;       // GPUs the job holds (running) or asks for
+    double run_s = 0;      // time it has held GPUs (pending jobs)
+    double waited_s = 0;   // time it has waited since it first started
+    bool promoted = false;
+  };
+
+  Service ServiceOf(const JobView& job, const Snapshot& snap) const {
+    Service s;
+    s.service = job.attained_gpu_s;
+    const double now_s = ToSeconds(snap.now);
+    if (job.alloc.empty()) {
+      s.gpus = std::max(1, job.spec->requested_gpus);
+      if (!job.started()) return s;
+      s.run_s = job.attained_gpu_s / s.gpus;
+      s.waited_s = now_s - ToSeconds(job.first_start) - s.run_s;
+      if (Starving(s.run_s, s.waited_s)) {
+        s.promoted = true;
+        s.service = 0;
+      }
+      return s;
+    }
+    // Running: was it promoted when its current run began?
+    s.gpus = job.alloc.gpus();
+    double run_now_s = now_s - ToSeconds(job.alloc_since);
+    double current = s.gpus * run_now_s;
+    double run_before_s = std::max(0.0, job.attained_gpu_s - current) / s.gpus;
+    double waited_before_s = ToSeconds(job.alloc_since - job.first_start) - run_before_s;
+    if (Starving(run_before_s, waited_before_s)) {
+      s.promoted = true;
+      s.service = current;
+    }
+    return s;
+  }
+
+  bool Starving(double run_s, double waited_s) const {
+    return starvation_ > 0 && run_s > kSlack && waited_s >= starvation_ * run_s - kSlack;
+  }
+
+  int QueueOf(double service) const {
+    int q = 0;
+    while (q < static_cast<int>(thresholds_.size()) && service >= thresholds_[q] - kSlack) ++q;
+    return q;
+  }
+
+  // When the job's queue will next change if nothing else happens: a running
+  // job crossing its queue's threshold, a waiting one being promoted.
+  SimTime NextChange(const JobView& job, const Snapshot& snap, const Service& s, int queue) const {
+    if (!job.alloc.empty()) {
+      if (queue >= static_cast<int>(thresholds_.size())) return kNever;
+      return snap.now + std::max<SimTime>(1, SecondsCeil((thresholds_[queue] - s.service) / s.gpus));
+    }
+    if (starvation_ <= 0 || s.promoted || queue == 0 || s.run_s <= kSlack) return kNever;
+    return snap.now + std::max<SimTime>(1, SecondsCeil(starvation_ * s.run_s - s.waited_s));
+  }
+
+  std::vector<double> thresholds_;  // ascending GPU-seconds, K - 1 of them
+  double starvation_;
+  PlanMode mode_;
+};
+
+Result<std::vector<double>> ParseThresholds(const std::string& text, int queues) {
+  std::vector<double> out;
+  for (const std::string& part : Split(text, ',')) {
+    auto t = ParseDuration(Trim(part), "tiresias threshold");
+    if (!t.ok()) return t.status();
+    if (*t <= 0) return InvalidArgument("tiresias: threshold '" + Trim(part) + "' must be positive");
+    out.push_back(ToSeconds(*t));
+  }
+  if (out.size() == 1) {
+    while (static_cast<int>(out.size()) < queues - 1) out.push_back(out.back() * 2);
+    out.resize(queues - 1);
+  }
+  if (static_cast<int>(out.size()) != queues - 1) {
+    return InvalidArgument("tiresias: threshold lists " + std::to_string(out.size()) + " values; " +
+                           std::to_string(queues) + " queues need " + std::to_string(queues - 1) +
+                           " (or one, doubled per queue)");
+  }
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i] <= out[i - 1]) return InvalidArgument("tiresias: thresholds must increase: " + text);
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterTiresiasPolicy(PolicyRegistry& registry) {
+  Status s = registry.Register(
+      {"tiresias",
+       "Tiresias' discretized 2D-LAS: GPU-time priority queues, preemptive (Gu et al., NSDI'19)",
+       {"queues=K priority queues (default 2)",
+        "threshold=GPU-seconds leaving each queue, one or K-1 comma-separated (default 3250)",
+        "starvation=STARVELIMIT: promote after waiting this many times the run time (default 0 = off)"},
+       [](const PolicyOptions& opts, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
+         auto queues = opts.GetDouble("queues", 2);
+         if (!queues.ok()) return queues.status();
+         if (*queues < 1 || *queues != std::floor(*queues) || *queues > 64) {
+           return InvalidArgument("tiresias: queues must be a whole number from 1 to 64, got " +
+                                  opts.GetString("queues", ""));
+         }
+         int k = static_cast<int>(*queues);
+         std::vector<double> thresholds;
+         if (k > 1) {
+           auto t = ParseThresholds(opts.GetString("threshold", "3250"), k);
+           if (!t.ok()) return t.status();
+           thresholds = std::move(*t);
+         }
+         auto starvation = opts.GetDouble("starvation", 0);
+         if (!starvation.ok()) return starvation.status();
+         if (*starvation < 0) return InvalidArgument("tiresias: starvation must be >= 0");
+         return std::unique_ptr<Policy>(new TiresiasPolicy(std::move(thresholds), *starvation, ctx.baseline_plan_mode));
+       }});
+  assert(s.ok());
+  (void)s;
+}
+
+}  // namespace tessel

@@ -1,0 +1,177 @@
+#include "workload/gen_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <string_view>
+
+#include "core/strings.h"
+#include "hardware/gpu.h"
+#include "workload/model_mapping.h"
+
+namespace tessel {
+
+namespace {
+
+// One GPU-count class of a profile: how many jobs of the source trace fell
+// in it, and the log-normal fit of their durations (median = exp(mean of
+// ln duration), sigma = standard deviation of ln duration). Counts between
+// classes are folded into the class below (12 GPUs into 8, 24 into 16, 128
+// into 64).
+struct GpuClass {
+  int gpus;
+  long long jobs;
+  double median_s;
+  double sigma;
+};
+
+struct Profile {
+  std::string_view name;
+  double jobs_per_hour;  // the trace's jobs / its submission span
+  std::vector<GpuClass> classes;
+};
+
+// Measured from ../shared/data: pollux/philly.csv (82,247 jobs over
+// 2,613.5 h) and itp/cluster01..10.csv (69,351 jobs over 1,437.0 h).
+const std::vector<Profile>& Profiles() {
+  static const std::vector<Profile> kProfiles = {
+      {"philly",
+       31.47,
+       {{1, 76627, 1117, 1.97},
+        {2, 1818, 21, 3.27},
+        {4, 1870, 17409, 2.78},
+        {8, 1650, 23622, 2.79},
+        {16, 206, 42152, 3.34},
+        {32, 67, 14262, 2.47},
+        {64, 9, 3071, 3.64}}},
+      {"itp",
+       48.26,
+       {{1, 57682, 10131, 1.09},
+        {2, 1483, 3478, 1.15},
+        {4, 2371, 8325, 1.62},
+        {8, 7009, 18320, 1.53},
+        {16, 381, 31780, 1.98},
+        {32, 354, 75007, 1.80},
+        {64, 71, 31372, 1.73}}},
+  };
+  return kProfiles;
+}
+
+// Durations outside [1 s, 30 days] are clamped (the log-normal's tails run
+// past anything the traces hold).
+constexpr double kMinDurationS = 1;
+constexpr double kMaxDurationS = 30 * 86400.0;
+
+// Uniform in (0, 1): 53 random bits, offset by half a step so neither end
+// is reachable (log(0) cannot happen).
+double Uniform(std::mt19937_64& rng) {
+  return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double Exponential(std::mt19937_64& rng, double mean) { return -mean * std::log(Uniform(rng)); }
+
+// Box-Muller; draws two uniforms per call, uses one normal.
+double StandardNormal(std::mt19937_64& rng) {
+  double u1 = Uniform(rng), u2 = Uniform(rng);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+std::string JobId(int i) {
+  std::string n = std::to_string(i);
+  if (n.size() < 5) n.insert(0, 5 - n.size(), '0');
+  return "gen-" + n;
+}
+
+}  // namespace
+
+std::vector<std::string> GenTraceProfileNames() {
+  std::vector<std::string> out;
+  for (const Profile& p : Profiles()) out.emplace_back(p.name);
+  return out;
+}
+
+Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
+  const Profile* profile = nullptr;
+  for (const Profile& p : Profiles())
+    if (ToLower(opts.profile) == p.name) profile = &p;
+  if (profile == nullptr) {
+    return InvalidArgument(UnknownNameMessage("trace profile", opts.profile,
+                                              GenTraceProfileNames()));
+  }
+  if (opts.jobs < 0) {
+    return InvalidArgument("jobs: expected an integer >= 0, got " + std::to_string(opts.jobs));
+  }
+  if (!(opts.arrival_rate_per_hour >= 0) || !std::isfinite(opts.arrival_rate_per_hour)) {
+    return InvalidArgument("arrival rate: expected jobs per hour > 0 (or 0 for the profile's), got " +
+                           FormatDouble(opts.arrival_rate_per_hour));
+  }
+  if (!(opts.duration_scale > 0) || !std::isfinite(opts.duration_scale)) {
+    return InvalidArgument("duration scale: expected a number > 0, got " +
+                           FormatDouble(opts.duration_scale));
+  }
+  if (opts.max_job_gpus < 1) {
+    return InvalidArgument("max job GPUs: expected an integer >= 1, got " +
+                           std::to_string(opts.max_job_gpus));
+  }
+  std::vector<std::string> types;
+  for (const std::string& t : opts.gpu_types) {
+    auto g = FindGpu(t);
+    if (!g.ok()) return InvalidArgument("gpu types: " + g.status().message());
+    types.push_back((*g)->name);
+  }
+
+  const double rate = opts.arrival_rate_per_hour > 0 ? opts.arrival_rate_per_hour
+                                                     : profile->jobs_per_hour;
+  long long total_weight = 0;
+  for (const GpuClass& c : profile->classes) total_weight += c.jobs;
+
+  Workload w;
+  w.name = "gen-" + std::string(profile->name) + "-seed" + std::to_string(opts.seed);
+  std::mt19937_64 rng(opts.seed);
+  double t = 0;
+  for (int i = 0; i < opts.jobs; ++i) {
+    // Draw order per job is fixed: arrival, class, duration, type.
+    if (i > 0) t += Exponential(rng, 3600.0 / rate);
+    double pick = Uniform(rng) * static_cast<double>(total_weight);
+    const GpuClass* cls = &profile->classes.back();
+    for (const GpuClass& c : profile->classes) {
+      if (pick < static_cast<double>(c.jobs)) {
+        cls = &c;
+        break;
+      }
+      pick -= static_cast<double>(c.jobs);
+    }
+    double duration = cls->median_s * std::exp(cls->sigma * StandardNormal(rng));
+    duration = std::round(std::clamp(duration * opts.duration_scale, kMinDurationS, kMaxDurationS));
+
+    JobSpec j;
+    j.id = JobId(i);
+    j.submit = Seconds(std::round(t));
+    j.requested_gpus = std::min(cls->gpus, opts.max_job_gpus);
+    j.duration_s = duration;
+    MappedModel m = MapModel(opts.seed, j.id, j.requested_gpus, duration);
+    j.model = std::move(m.model);
+    j.global_batch = m.global_batch;
+    if (!types.empty()) {
+      size_t k = static_cast<size_t>(Uniform(rng) * static_cast<double>(types.size()));
+      j.requested_gpu_type = types[std::min(k, types.size() - 1)];
+    }
+    j.min_gpus = opts.elastic ? 1 : j.requested_gpus;
+    j.max_gpus = opts.elastic ? std::max(j.requested_gpus,
+                                         std::min(4 * j.requested_gpus, opts.max_job_gpus))
+                              : j.requested_gpus;
+    j.origin = w.name + " #" + std::to_string(i);
+    w.jobs.push_back(std::move(j));
+  }
+  w.notes.push_back(w.name + ": " + std::to_string(opts.jobs) + " jobs, Poisson arrivals at " +
+                    FormatDouble(rate) + " jobs/hour, GPU counts and log-normal durations of the " +
+                    std::string(profile->name) + " profile" +
+                    (opts.duration_scale != 1.0
+                         ? " (durations x " + FormatDouble(opts.duration_scale) + ")"
+                         : std::string()));
+  w.notes.push_back(w.name + ": " + ModelMappingNote(opts.seed, w.jobs.size()));
+  return w;
+}
+
+}  // namespace tessel

@@ -1,0 +1,57 @@
+// Synthetic workloads: seeded, reproducible job streams shaped like
+// published cluster traces, for experiments that need more (or other)
+// jobs than a real trace offers.
+//
+// A job: Poisson arrivals (exponential inter-arrival times at the given
+// rate); a requested GPU count drawn from the profile's measured mix; a
+// duration drawn log-normally around the profile's median for that GPU
+// count; a model and batch from the model mapping (model_mapping.h). Work
+// is duration_s on the requested GPUs, as in the ITP and Philly traces.
+//
+// Profiles (src/workload/gen_trace.cc, kProfiles) are measured from the
+// public traces, grouped by requested GPUs (1, 2, 4, 8, 16, 32, 64):
+//  philly  Microsoft Philly 2017 (Jeon et al., ATC'19; the 82,247 jobs of
+//          Pollux's philly.csv): 93% single-GPU, 0.3% >= 16 GPUs, median
+//          duration 19 min for single-GPU jobs, 31.5 jobs/hour.
+//  itp     Microsoft ITP 2021 (ElasticFlow, Gu et al., ASPLOS'23; 69,351
+//          jobs of ten clusters): 83% single-GPU, 10% 8-GPU, 1.2% >= 16,
+//          longer jobs (median 2.8 h single-GPU), 48 jobs/hour.
+//
+// Reproducibility: std::mt19937_64 (whose output the standard fixes) with
+// the distributions written here (exponential by inversion, normal by
+// Box-Muller), not libstdc++'s, whose algorithms are unspecified; times are
+// whole seconds. The same options give the same workload wherever libm's
+// log/exp/cos agree to the rounding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "workload/job.h"
+
+namespace tessel {
+
+struct GenTraceOptions {
+  uint64_t seed = 1;
+  int jobs = 200;                   // >= 0
+  std::string profile = "philly";   // GenTraceProfileNames()
+  double arrival_rate_per_hour = 0;  // > 0; 0 = the profile's measured rate
+  double duration_scale = 1.0;      // multiplies every drawn duration; > 0
+  int max_job_gpus = 64;            // larger draws are clamped to this; >= 1
+  // Each job requests one of these (catalog names or aliases), uniformly;
+  // empty = any type.
+  std::vector<std::string> gpu_types;
+  // false: rigid jobs (min = max = requested). true: elastic in
+  // [1, min(4 x requested, max_job_gpus)], as the Arena importer does.
+  bool elastic = false;
+};
+
+std::vector<std::string> GenTraceProfileNames();
+
+// The workload for `opts`, first job at t = 0, ids "gen-00000", ... in
+// submit order. InvalidArgument names the bad option and what it accepts.
+Result<Workload> GenerateTrace(const GenTraceOptions& opts);
+
+}  // namespace tessel
