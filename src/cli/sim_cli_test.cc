@@ -41,8 +41,8 @@ TEST(SimCli, SimulateJsonHasTheSummaryContract) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_EQ(j["policy"], "fcfs");
-  EXPECT_EQ(j["jobs_total"], 200);
-  EXPECT_EQ(j["jobs_finished"].get<int>() + j["jobs_unfinished"].get<int>() + j["jobs_rejected"].get<int>(), 200);
+  EXPECT_EQ(j["jobs_total"], 400);
+  EXPECT_EQ(j["jobs_finished"].get<int>() + j["jobs_unfinished"].get<int>() + j["jobs_rejected"].get<int>(), 400);
 }
 
 TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {

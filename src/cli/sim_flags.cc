@@ -21,7 +21,7 @@ void SimFlags::Add(CLI::App& app) {
                  "Embedded cluster name (see `tessel clusters`) or a cluster YAML file (default demo)");
   app.add_option("--trace", traces,
                  "Trace file or directory of traces; repeat to merge. Default: the embedded synthetic "
-                 "workload (`tessel gen-trace` with --seed)");
+                 "workload, `tessel gen-trace --jobs 400 --rate 250 --seed S`");
   app.add_option("--format", format, "Trace format: auto|arena|pollux|itp|philly|alibaba|tessel (default auto)");
   app.add_option("--seed", seed, "Seed for every random choice: model mapping, failures, generated trace (default 1)");
   app.add_option("--horizon", horizon, "Stop at this simulated time (e.g. 7d, 36h); unfinished jobs are reported");
@@ -56,12 +56,16 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (!cluster.ok()) return Status(cluster.status().code(), "--cluster: " + cluster.status().message());
   SimSetup setup{std::move(*cluster), {}, {}, {}};
   if (f.traces.empty()) {
+    // The embedded default: a Philly-like mix, arrivals dense enough that
+    // jobs queue on the demo cluster.
     GenTraceOptions g;
     g.seed = f.seed;
+    g.jobs = 400;
+    g.arrival_rate_per_hour = 250;
     auto generated = GenerateTrace(g);
     if (!generated.ok()) return generated.status();
     setup.workload = std::move(*generated);
-    setup.workload.name = "generated (gen-trace --seed " + std::to_string(f.seed) + ")";
+    setup.workload.name = "generated (gen-trace --jobs 400 --rate 250 --seed " + std::to_string(f.seed) + ")";
     if (f.limit > 0 && setup.workload.jobs.size() > f.limit) setup.workload.jobs.resize(f.limit);
   } else {
     auto format = ParseTraceFormat(f.format);

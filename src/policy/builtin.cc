@@ -1,6 +1,11 @@
 // The built-in policies, registered in the order `tessel policies` lists them.
+#include "policy/elasticflow.h"
 #include "policy/fcfs.h"
+#include "policy/gandiva.h"
+#include "policy/gavel.h"
 #include "policy/policy.h"
+#include "policy/srtf.h"
+#include "policy/tiresias.h"
 
 namespace tessel {
 
@@ -8,6 +13,11 @@ const PolicyRegistry& PolicyRegistry::Builtin() {
   static const PolicyRegistry registry = [] {
     PolicyRegistry r;
     RegisterFcfsPolicy(r);
+    RegisterSrtfPolicy(r);
+    RegisterTiresiasPolicy(r);
+    RegisterGandivaPolicy(r);
+    RegisterElasticFlowPolicy(r);
+    RegisterGavelPolicies(r);
     return r;
   }();
   return registry;

@@ -94,7 +94,8 @@ std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot) {
   };
   if (!spec.requested_gpu_type.empty()) {
     int t = cluster.FindType(spec.requested_gpu_type);
-    if (t >= 0 && snapshot.belief->Rate(spec, t, spec.requested_gpus, nodes_for(t, spec.requested_gpus)).fits) {
+    if (t >= 0 && cluster.types()[t].total_gpus >= spec.requested_gpus &&
+        snapshot.belief->Rate(spec, t, spec.requested_gpus, nodes_for(t, spec.requested_gpus)).fits) {
       types.push_back(t);
     }
     return types;

@@ -1,0 +1,144 @@
+#include "policy/lp.h"
+
+#include <glpk.h>
+
+#include <cassert>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace tessel {
+namespace {
+
+// GLPK's bound kind for lo <= x <= hi.
+int BoundKind(double lo, double hi) {
+  assert(!(lo > hi) && "LinearProgram: lower bound above upper bound");
+  bool has_lo = std::isfinite(lo);
+  bool has_hi = std::isfinite(hi);
+  if (has_lo && has_hi) return lo == hi ? GLP_FX : GLP_DB;
+  if (has_lo) return GLP_LO;
+  if (has_hi) return GLP_UP;
+  return GLP_FR;
+}
+
+double Finite(double v) { return std::isfinite(v) ? v : 0.0; }
+
+}  // namespace
+
+LinearProgram::LinearProgram(Sense sense) : lp_(glp_create_prob()) { SetSense(sense); }
+
+LinearProgram::~LinearProgram() {
+  if (lp_ != nullptr) glp_delete_prob(lp_);
+}
+
+LinearProgram::LinearProgram(LinearProgram&& other) noexcept
+    : lp_(std::exchange(other.lp_, nullptr)),
+      num_vars_(other.num_vars_),
+      num_rows_(other.num_rows_),
+      solved_once_(other.solved_once_),
+      iterations_(other.iterations_) {}
+
+LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
+  if (this != &other) {
+    if (lp_ != nullptr) glp_delete_prob(lp_);
+    lp_ = std::exchange(other.lp_, nullptr);
+    num_vars_ = other.num_vars_;
+    num_rows_ = other.num_rows_;
+    solved_once_ = other.solved_once_;
+    iterations_ = other.iterations_;
+  }
+  return *this;
+}
+
+void LinearProgram::SetSense(Sense sense) { glp_set_obj_dir(lp_, sense == kMaximize ? GLP_MAX : GLP_MIN); }
+
+int LinearProgram::AddVariable(double lo, double hi, double objective) {
+  int col = glp_add_cols(lp_, 1);
+  glp_set_col_bnds(lp_, col, BoundKind(lo, hi), Finite(lo), Finite(hi));
+  glp_set_obj_coef(lp_, col, objective);
+  return num_vars_++;
+}
+
+int LinearProgram::AddConstraint(const std::vector<LpTerm>& terms, double lo, double hi) {
+  int row = glp_add_rows(lp_, 1);
+  glp_set_row_bnds(lp_, row, BoundKind(lo, hi), Finite(lo), Finite(hi));
+  // GLPK arrays are 1-based; element 0 is unused.
+  std::vector<int> ind(1, 0);
+  std::vector<double> val(1, 0.0);
+  ind.reserve(terms.size() + 1);
+  val.reserve(terms.size() + 1);
+  for (const LpTerm& t : terms) {
+    assert(t.var >= 0 && t.var < num_vars_ && "LinearProgram: constraint on an unknown variable");
+    if (t.coef == 0) continue;
+    ind.push_back(t.var + 1);
+    val.push_back(t.coef);
+  }
+  glp_set_mat_row(lp_, row, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
+  return num_rows_++;
+}
+
+void LinearProgram::SetObjective(int var, double coef) {
+  assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
+  glp_set_obj_coef(lp_, var + 1, coef);
+}
+
+void LinearProgram::SetVariableBounds(int var, double lo, double hi) {
+  assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
+  glp_set_col_bnds(lp_, var + 1, BoundKind(lo, hi), Finite(lo), Finite(hi));
+}
+
+Status LinearProgram::Solve() {
+  if (!solved_once_) {
+    // Equilibration scaling, then the standard (all-slack) basis. A later
+    // Solve reuses the last basis: a warm start.
+    // glp_scale_prob reports to the terminal whatever msg_lev says; silence
+    // GLPK's (thread-local) terminal output around it.
+    int was_on = glp_term_out(GLP_OFF);
+    glp_scale_prob(lp_, GLP_SF_AUTO);
+    glp_term_out(was_on);
+    glp_std_basis(lp_);
+    solved_once_ = true;
+  }
+  glp_smcp parm;
+  glp_init_smcp(&parm);
+  parm.msg_lev = GLP_MSG_OFF;
+  parm.presolve = GLP_OFF;  // keeps the basis for warm starts and reports status directly
+  int before = glp_get_it_cnt(lp_);
+  int rc = glp_simplex(lp_, &parm);
+  iterations_ = glp_get_it_cnt(lp_) - before;
+  if (rc != 0) {
+    // A bad basis after bound changes: retry once from the standard basis.
+    if (rc == GLP_EBADB || rc == GLP_ESING || rc == GLP_ECOND) {
+      glp_std_basis(lp_);
+      rc = glp_simplex(lp_, &parm);
+      iterations_ = glp_get_it_cnt(lp_) - before;
+    }
+    if (rc != 0) return Internal("LP solver failed (GLPK glp_simplex code " + std::to_string(rc) + ")");
+  }
+  switch (glp_get_status(lp_)) {
+    case GLP_OPT:
+      return Status::Ok();
+    case GLP_NOFEAS:
+      return InvalidArgument("infeasible: no point satisfies every constraint");
+    case GLP_UNBND:
+      return InvalidArgument("unbounded: the objective can grow without limit");
+    default:
+      return Internal("LP solver stopped without an optimal solution (GLPK status " +
+                      std::to_string(glp_get_status(lp_)) + ")");
+  }
+}
+
+double LinearProgram::objective_value() const { return glp_get_obj_val(lp_); }
+
+double LinearProgram::value(int var) const {
+  assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
+  return glp_get_col_prim(lp_, var + 1);
+}
+
+std::vector<double> LinearProgram::values() const {
+  std::vector<double> v(num_vars_);
+  for (int i = 0; i < num_vars_; ++i) v[i] = glp_get_col_prim(lp_, i + 1);
+  return v;
+}
+
+}  // namespace tessel

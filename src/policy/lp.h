@@ -1,0 +1,84 @@
+// A small linear program solved with GLPK's simplex method (the C API),
+// for the policies that state their allocation as an LP (Gavel).
+//
+//   LinearProgram lp(LinearProgram::kMaximize);
+//   int x = lp.AddVariable(0, kLpInfinity, /*objective=*/3);
+//   int y = lp.AddVariable(0, 4, 2);
+//   lp.AddConstraint({{x, 1}, {y, 1}}, -kLpInfinity, 6);   // x + y <= 6
+//   Status s = lp.Solve();                                   // x = 6, y = 0
+//
+// Deterministic: the same sequence of calls gives the same solution, bit
+// for bit (GLPK's simplex has no randomness; the problem is scaled and
+// started from the standard basis on the first Solve). A later Solve after
+// changing bounds or the objective starts from the previous optimal basis,
+// which is itself a function of the calls made, so it stays deterministic.
+//
+// Not thread-safe per object. The solver never prints (msg_lev
+// GLP_MSG_OFF). Programmer errors (a variable index out of range,
+// lo > hi) are assertions.
+#pragma once
+
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include "core/status.h"
+
+struct glp_prob;  // GLPK's problem object (glpk.h stays in lp.cc)
+
+namespace tessel {
+
+inline constexpr double kLpInfinity = std::numeric_limits<double>::infinity();
+
+struct LpTerm {
+  int var = 0;
+  double coef = 0;
+};
+
+class LinearProgram {
+ public:
+  enum Sense { kMinimize, kMaximize };
+
+  explicit LinearProgram(Sense sense);
+  ~LinearProgram();
+  LinearProgram(const LinearProgram&) = delete;
+  LinearProgram& operator=(const LinearProgram&) = delete;
+  LinearProgram(LinearProgram&& other) noexcept;
+  LinearProgram& operator=(LinearProgram&& other) noexcept;
+
+  // A variable lo <= x <= hi (either side may be infinite; lo == hi fixes
+  // it) with coefficient `objective`. Returns its index, 0, 1, 2, ...
+  int AddVariable(double lo, double hi, double objective = 0);
+  // A constraint lo <= sum(coef * x[var]) <= hi. Each variable at most once
+  // per row; zero coefficients are dropped. Returns the row index.
+  int AddConstraint(const std::vector<LpTerm>& terms, double lo, double hi);
+  int AddConstraint(std::initializer_list<LpTerm> terms, double lo, double hi) {
+    return AddConstraint(std::vector<LpTerm>(terms), lo, hi);
+  }
+  void SetObjective(int var, double coef);
+  void SetVariableBounds(int var, double lo, double hi);
+  void SetSense(Sense sense);
+
+  // Solves. OK: an optimal solution is available. InvalidArgument when the
+  // problem has no optimum ("infeasible: ..." or "unbounded: ..."); Internal
+  // when the solver fails (iteration limit, numerical trouble).
+  Status Solve();
+
+  int num_variables() const { return num_vars_; }
+  int num_constraints() const { return num_rows_; }
+  // The optimal solution; valid after Solve() returned OK.
+  double objective_value() const;
+  double value(int var) const;
+  std::vector<double> values() const;
+  // Simplex iterations of the last Solve (for reports and benchmarks).
+  int iterations() const { return iterations_; }
+
+ private:
+  glp_prob* lp_ = nullptr;
+  int num_vars_ = 0;
+  int num_rows_ = 0;
+  bool solved_once_ = false;
+  int iterations_ = 0;
+};
+
+}  // namespace tessel
