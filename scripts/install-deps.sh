@@ -6,6 +6,7 @@ PACKAGES=(
   build-essential cmake ccache
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libglpk-dev gnuplot-nox
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

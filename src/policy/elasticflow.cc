@@ -94,15 +94,21 @@ class ElasticFlowPolicy : public Policy {
     for (int i : order) {
       const JobView& job = *snap.jobs[i];
       sizes[i] = Sizes(*job.spec);
-      const int lo = sizes[i].front();
-      std::vector<int> types = TypesAt(job, snap, lo);
-      if (types.empty()) {
+      // The job's real minimum is the smallest size its model fits at.
+      const int smallest = sizes[i].front();
+      std::vector<int> types;
+      while (!sizes[i].empty() && (types = TypesAt(job, snap, sizes[i].front())).empty()) {
+        sizes[i].erase(sizes[i].begin());
+      }
+      if (sizes[i].empty()) {
         if (job.alloc.empty()) {
-          d.reject.push_back({job.index, NeverRunsReason(job, snap, lo)});
+          d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
           continue;
         }
+        sizes[i] = {job.alloc.gpus()};
         types.push_back(job.alloc.type);
       }
+      const int lo = sizes[i].front();
       int t = -1;
       if (!job.alloc.empty() && left[job.alloc.type] >= lo &&
           std::find(types.begin(), types.end(), job.alloc.type) != types.end()) {
@@ -170,7 +176,11 @@ class ElasticFlowPolicy : public Policy {
       const Allocation& cur = snap.jobs[i]->alloc;
       const int want = sizes[i][step[i]];
       std::optional<Allocation> grown;  // its GPUs and more
-      if (!cur.empty() && cur.type == type[i]) {
+      // Its old GPUs went back to the pool above; a larger job placed
+      // before it may have taken some, and then it cannot grow in place.
+      bool cur_still_free = !cur.empty() && cur.type == type[i];
+      for (const Placement& p : cur.parts) cur_still_free = cur_still_free && free.free_on(p.node) >= p.gpus;
+      if (cur_still_free) {
         free.Take(cur);
         std::optional<Allocation> extra = free.Place(type[i], want - cur.gpus());
         free.Release(cur);

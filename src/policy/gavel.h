@@ -19,7 +19,7 @@
 //                    maximize sum_j sum_k thr[j][k] * X[j][k] / norm_j
 //
 // The round-based mechanism (§5) turns X into allocations each round
-// (snapshot.round_length): the priority of job j on type k is
+// (snapshot.round_length; 300 s when unset): the priority of job j on type k is
 // X[j][k] / received[j][k], received being the fraction of the time since
 // submission the job has spent on type k (attained GPU-seconds on k / s_j /
 // elapsed). (job, type) pairs are taken greedily by priority, a job at most

@@ -303,6 +303,20 @@ TEST(GavelRoundsTest, KeepsGpusWhileLeasedAndWhenChosenAgain) {
   EXPECT_TRUE(policy->Decide(g.Snap(Seconds(600))).assign.empty()) << "chosen again: keeps its GPUs";
 }
 
+TEST(GavelRoundsTest, FillsIdleGpusMidRoundWithoutPreempting) {
+  PolicyFixture f("demo");
+  const int h100 = f.Type("h100-sxm");
+  JobView& running = f.AddJob(MakeJob("running").Model("gpt3-1.3b").Gpus(8));
+  f.Run(running, f.Place(h100, 8), Seconds(300));
+  running.attained_gpu_s_by_type[h100] = 8 * 100.0;
+  JobView& arrived = f.AddJob(MakeJob("arrived").Model("gpt3-1.3b").Gpus(8).Submit(Seconds(400)));
+  Decision d = MakePolicy("gavel")->Decide(f.Snap(Seconds(400)));
+  EXPECT_EQ(Assigned(d, running.index), nullptr) << "leased until t = 600 s";
+  const Allocation* placed = Assigned(d, arrived.index);
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ(placed->gpus(), 8);
+}
+
 struct RejectCase {
   std::string name;
   JobBuilder job;
