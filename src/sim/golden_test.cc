@@ -84,7 +84,13 @@ TEST_P(GoldenTest, MatchesCheckedInEventLogAndJobs) {
 INSTANTIATE_TEST_SUITE_P(Tiny, GoldenTest,
                          ::testing::Values(GoldenCase{"tiny", "fcfs", "fcfs"},
                                            GoldenCase{"tiny", "fcfs:backfill=easy", "fcfs-easy"},
-                                           GoldenCase{"tiny", "fcfs", "fcfs-failures", 2.0}),
+                                           GoldenCase{"tiny", "fcfs", "fcfs-failures", 2.0},
+                                           GoldenCase{"tiny", "srtf", "srtf"},
+                                           GoldenCase{"tiny", "tiresias", "tiresias"},
+                                           GoldenCase{"tiny", "gandiva", "gandiva"},
+                                           GoldenCase{"tiny", "elasticflow", "elasticflow"},
+                                           GoldenCase{"tiny", "gavel", "gavel"},
+                                           GoldenCase{"tiny", "gavel-throughput", "gavel-throughput"}),
                          [](const auto& info) {
                            std::string s = info.param.file_stem;
                            for (char& ch : s) {
