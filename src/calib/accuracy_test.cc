@@ -33,7 +33,7 @@ TEST(Reference, LoadsEverySource) {
 }
 
 TEST(Reference, MalformedCalibrationRowNamesLineAndColumn) {
-  std::string path = ::testing::TempDir() + "/calib_bad.csv";
+  std::string path = ::tessel::testing::ProcessTempDir() + "/calib_bad.csv";
   {
     std::ofstream o(path);
     o << "row_id,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,grad_accum_or_num_microbatches,"

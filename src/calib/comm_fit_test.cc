@@ -42,7 +42,7 @@ TEST(CommFit, MeasuredCurvesAreReproduced) {
 }
 
 TEST(CommFit, BadFileNamesAndRowsAreErrors) {
-  std::string dir = ::testing::TempDir() + "/comm_bad";
+  std::string dir = ::tessel::testing::ProcessTempDir() + "/comm_bad";
   std::filesystem::create_directories(dir);
   {
     std::ofstream(dir + "/1_a100_1_n_2_d.csv") << "op,replica_groups,elements,dtype,seconds\n"

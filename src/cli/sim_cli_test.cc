@@ -26,7 +26,7 @@ Out Tessel(std::vector<std::string> args) {
 }
 
 std::string TempFile(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = ::tessel::testing::ProcessTempDir() + "/" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -46,7 +46,7 @@ TEST(SimCli, SimulateJsonHasTheSummaryContract) {
 }
 
 TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
-  std::string base = ::testing::TempDir() + "/simcli_out";
+  std::string base = ::tessel::testing::ProcessTempDir() + "/simcli_out";
   std::filesystem::remove_all(base);
   for (const char* d : {"/a", "/b"}) {
     Out r = Tessel({"simulate", "--policy", "fcfs:backfill=easy", "--seed", "5", "--out", base + d, "--no-progress"});

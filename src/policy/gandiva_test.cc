@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_data.h"
+
 #include <fstream>
 
 #include "policy/policy_test_util.h"
@@ -14,7 +16,7 @@ using testing::PolicyFixture;
 // `nodes` nodes of `per_node` A100s.
 std::string Cluster(int nodes, int per_node) {
   std::string name = "gandiva_" + std::to_string(nodes) + "x" + std::to_string(per_node);
-  std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::string path = ::tessel::testing::ProcessTempDir() + "/" + name + ".yaml";
   std::ofstream(path) << "name: " << name << "\npools:\n  - {name: a100, gpu: a100-80g, nodes: " << nodes
                       << ", gpus_per_node: " << per_node << ", intra: nvswitch}\n";
   return path;

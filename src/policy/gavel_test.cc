@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_data.h"
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -125,7 +127,7 @@ TEST(GavelLpHeterogeneityTest, MaxMinSkewsToRelativelyFastestType) {
 // The policy, on small clusters written as YAML.
 
 std::string WriteCluster(const std::string& name, const std::string& yaml) {
-  std::string path = ::testing::TempDir() + "/gavel_" + name + ".yaml";
+  std::string path = ::tessel::testing::ProcessTempDir() + "/gavel_" + name + ".yaml";
   std::ofstream(path) << yaml;
   return path;
 }

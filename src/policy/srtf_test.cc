@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_data.h"
+
 #include <fstream>
 
 #include "policy/policy_test_util.h"
@@ -13,7 +15,7 @@ using testing::PolicyFixture;
 
 // Two nodes of four A100s: small enough to state every expected allocation.
 std::string TwoByFour() {
-  std::string path = ::testing::TempDir() + "/srtf_2x4.yaml";
+  std::string path = ::tessel::testing::ProcessTempDir() + "/srtf_2x4.yaml";
   std::ofstream(path) << "name: srtf-2x4\npools:\n"
                          "  - {name: a100, gpu: a100-80g, nodes: 2, gpus_per_node: 4, intra: nvswitch}\n";
   return path;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_data.h"
+
 #include <fstream>
 
 #include "policy/policy_test_util.h"
@@ -12,7 +14,7 @@ using testing::MakeJob;
 using testing::PolicyFixture;
 
 std::string TwoByFour() {
-  std::string path = ::testing::TempDir() + "/tiresias_2x4.yaml";
+  std::string path = ::tessel::testing::ProcessTempDir() + "/tiresias_2x4.yaml";
   std::ofstream(path) << "name: tiresias-2x4\npools:\n"
                          "  - {name: a100, gpu: a100-80g, nodes: 2, gpus_per_node: 4, intra: nvswitch}\n";
   return path;

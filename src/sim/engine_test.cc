@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/test_data.h"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -93,7 +95,7 @@ TEST(SimEngineTest, SameInputsGiveByteIdenticalOutputs) {
   SimRun one = Simulate(c, w, "fcfs:backfill=easy", cfg);
   SimRun two = Simulate(c, w, "fcfs:backfill=easy", cfg);
   EXPECT_EQ(one.log, two.log);
-  std::string dir = ::testing::TempDir();
+  std::string dir = ::tessel::testing::ProcessTempDir();
   ASSERT_TRUE(WriteJobsCsv(one.result, c, dir + "/one.csv").ok());
   ASSERT_TRUE(WriteJobsCsv(two.result, c, dir + "/two.csv").ok());
   std::ostringstream a, b;

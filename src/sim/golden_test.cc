@@ -56,7 +56,7 @@ std::pair<std::string, std::string> RunScenario(const GoldenCase& c) {
   auto r = sim.Run();
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok()) return {};
-  std::string tmp = ::testing::TempDir() + "/golden_jobs_" + c.file_stem + ".csv";
+  std::string tmp = ::tessel::testing::ProcessTempDir() + "/golden_jobs_" + c.file_stem + ".csv";
   EXPECT_TRUE(WriteJobsCsv(*r, cluster, tmp).ok());
   return {log.str(), Slurp(tmp)};
 }

@@ -8,7 +8,22 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 namespace tessel::testing {
+
+// A temporary directory private to this test process. CTest runs tests in
+// parallel processes that share ::testing::TempDir(), so fixed file names
+// there would race; every test writes here instead.
+inline std::string ProcessTempDir() {
+  static const std::string dir = [] {
+    std::string base = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+    std::string d = base + "/tessel-test-" + std::to_string(::getpid());
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
 
 inline std::string DataDir() {
   if (const char* env = std::getenv("TESSEL_DATA"); env && *env) return env;

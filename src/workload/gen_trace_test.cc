@@ -34,7 +34,7 @@ void ExpectSameJobs(const std::vector<JobSpec>& a, const std::vector<JobSpec>& b
 
 // Writes `w` in tessel's format to a temp file and loads it back.
 Result<Workload> RoundTrip(const Workload& w, const std::string& name) {
-  fs::path p = fs::path(::testing::TempDir()) / ("tessel_wl_rt_" + name + ".csv");
+  fs::path p = fs::path(::tessel::testing::ProcessTempDir()) / ("tessel_wl_rt_" + name + ".csv");
   {
     std::ofstream out(p);
     TESSEL_RETURN_IF_ERROR(WriteTraceCsv(w, out));

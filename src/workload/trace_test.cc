@@ -22,7 +22,7 @@ using ::tessel::testing::TestName;
 class TempDir {
  public:
   explicit TempDir(const std::string& name)
-      : path_(fs::path(::testing::TempDir()) / ("tessel_wl_" + name)) {
+      : path_(fs::path(::tessel::testing::ProcessTempDir()) / ("tessel_wl_" + name)) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
