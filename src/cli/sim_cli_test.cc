@@ -69,7 +69,8 @@ TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
 }
 
 TEST(SimCli, CompareJsonIsAListOfSummaries) {
-  Out r = Tessel({"compare", "--policies", "fcfs,fcfs:backfill=first-fit", "--json", "--limit", "60"});
+  std::string out = ::tessel::testing::ProcessTempDir() + "/compare_out";
+  Out r = Tessel({"compare", "--policies", "fcfs,fcfs:backfill=first-fit", "--json", "--limit", "60", "--out", out});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.is_array());
@@ -77,6 +78,13 @@ TEST(SimCli, CompareJsonIsAListOfSummaries) {
   EXPECT_EQ(j[0]["policy"], "fcfs");
   EXPECT_EQ(j[1]["policy"], "fcfs:backfill=first-fit");
   EXPECT_EQ(j[1]["jobs_total"], 60);
+  EXPECT_TRUE(std::filesystem::exists(out + "/fcfs_backfill_first-fit/jobs.csv"));
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(r.err.find("gnuplot failed"), std::string::npos) << r.err;
+    for (const char* png : {"compare_jct_cdf.png", "compare_bars.png"}) {
+      EXPECT_GT(std::filesystem::file_size(out + "/" + png), 1000u) << png;
+    }
+  }
 }
 
 TEST(SimCli, ClustersAndPoliciesListTheRegistry) {

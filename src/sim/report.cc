@@ -272,7 +272,7 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
       << "set key bottom right\nset xlabel 'JCT (hours)'\nset ylabel 'fraction of finished jobs'\n"
       << "set logscale x\nset yrange [0:1]\nplot ";
   std::ostringstream bar_data;
-  bar_data << "policy avg_jct_h p99_jct_h avg_queueing_h\n";
+  bar_data << "# policy avg_jct_h p99_jct_h avg_queueing_h\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const SimResult& r = runs[i];
     summaries.push_back(r.summary);
@@ -291,7 +291,8 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
   cdf << "\n";
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "summary.json").string(), SummaryListJson(summaries)));
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.dat").string(), bar_data.str()));
-  bars << kPngTerminal << "set output 'compare_bars.png'\nset title 'Average and p99 JCT, average queueing'\n"
+  bars << "unset logscale x\nset yrange [0:*]\nset xlabel ''\nset key top left\n"
+       << "set output 'compare_bars.png'\nset title 'Average and p99 JCT, average queueing'\n"
        << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
        << "set grid ytics\nset ylabel 'hours'\nset xtics rotate by -20\n"
        << "plot 'compare.dat' using 2:xtic(1) title 'avg JCT', '' using 3 title 'p99 JCT', "
