@@ -1,7 +1,7 @@
 // Speed budgets of issue 3, measured (never asserted in tests):
 //   all ten ITP clusters' traces (69,351 jobs) on arena-1280 with FCFS <= 10 s;
 //   Pollux's philly.csv (82,247 jobs) on arena-1280 with FCFS <= 10 s;
-//   Gavel on a 1,000-job trace <= 60 s.
+//   Gavel on a 1,000-job trace <= 60 s (and one Gavel LP alone).
 // Plus how time grows with jobs (synthetic traces of 1k..64k jobs) and with
 // GPUs (arena-1280 scaled 1x..8x). Each iteration is one whole simulation,
 // trace already loaded (load times are reported separately).
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "policy/gavel.h"
 #include "policy/policy.h"
 #include "sim/engine.h"
 #include "workload/gen_trace.h"
@@ -89,6 +90,35 @@ void BM_Gavel1000Arena1280(benchmark::State& state) {
   RunSim(state, c, w, state.range(0) == 0 ? "gavel" : "gavel-throughput");
 }
 BENCHMARK(BM_Gavel1000Arena1280)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// One Gavel LP: `range(0)` jobs, all different (no two share a row), over
+// arena-1280's 4 GPU types; range(1) 0 = max-min, 1 = max-sum.
+void BM_GavelLpSolve(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<GavelLpJob> jobs(n);
+  uint64_t x = 12345;
+  auto next = [&x] {  // a fixed pseudo-random stream in (0.5, 1.5)
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 0.5 + static_cast<double>(x >> 11) / 9007199254740992.0;
+  };
+  for (int j = 0; j < n; ++j) {
+    jobs[j].scale = 1 << (j % 4);
+    jobs[j].throughput = {2.0 * next(), 1.5 * next(), 1.0 * next(), 0.7 * next()};
+  }
+  const std::vector<int> capacity = {320, 320, 320, 320};
+  GavelObjective objective = state.range(1) == 0 ? GavelObjective::kMaxMinFairness : GavelObjective::kMaxSumThroughput;
+  for (auto _ : state) {
+    auto r = SolveGavelLp(objective, jobs, capacity);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->objective);
+  }
+}
+BENCHMARK(BM_GavelLpSolve)
+    ->ArgsProduct({{100, 300, 1000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
 
 // Growth with jobs: synthetic ITP-like traces at a fixed load per GPU.
 void BM_FcfsScaleJobs(benchmark::State& state) {

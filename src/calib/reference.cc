@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calib/arena_database.h"
 #include "calib/arena_mesh.h"
 #include "core/csv.h"
 #include "core/strings.h"
@@ -175,62 +176,36 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
 }
 
 Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, ReferenceSet* out) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return InvalidArgument(path + ": JSON syntax error at byte " + std::to_string(e.byte));
-  }
-  if (!j.contains("optimal") || !j["optimal"].is_object())
-    return InvalidArgument(path + ": expected {\"optimal\": {...}}");
+  auto entries = ReadArenaDatabase(path);
+  if (!entries.ok()) return entries.status();
   std::string file = std::filesystem::path(path).filename().string();
-  for (const auto& [key, configs] : j["optimal"].items()) {
-    // "<family>_<size>_<batch>"
-    size_t last = key.rfind('_');
-    if (last == std::string::npos) return InvalidArgument(path + ": optimal: bad key '" + key + "'");
-    std::string model_name = key.substr(0, last);
-    auto batch = ParseInt(key.substr(last + 1), path + ": optimal: " + key + ": batch");
-    if (!batch.ok()) return batch.status();
-    auto model = FindModel(model_name);
+  std::string skipped_key;  // entries of one key are adjacent: report it once
+  for (const ArenaDbEntry& e : *entries) {
+    auto model = FindModel(e.model);
     if (!model.ok()) {
-      out->skipped.push_back({file + ":" + key, "model not in the catalog"});
+      if (e.key != skipped_key) out->skipped.push_back({file + ":" + e.key, "model not in the catalog"});
+      skipped_key = e.key;
       continue;
     }
-    for (const auto& [mesh, value] : configs.items()) {
-      std::string id = file + ":" + key + "@" + mesh;
-      auto parsed = ParseArenaMesh(mesh, path + ": " + key);
-      if (!parsed.ok()) return parsed.status();
-      const ArenaMesh& am = *parsed;
-      double seconds = 0;
-      if (value.is_number()) {
-        seconds = value.get<double>();
-      } else if (value.is_array() && value.size() >= 2) {
-        double n_iter = value[0].get<double>();
-        seconds = n_iter > 0 ? value[1].get<double>() / n_iter : -1;
-      } else {
-        return InvalidArgument(id + ": expected seconds or [iterations, total seconds, ...]");
-      }
-      if (seconds <= 0) {
-        out->infeasible_measured++;
-        continue;
-      }
-      ReferenceCase c;
-      c.id = id;
-      c.source = "alpa";
-      c.model = **model;
-      c.gpu_generation = am.gpu_token;
-      c.topology.gpu = am.gpu;
-      c.topology.gpus_per_node = am.gpus_per_host;
-      c.topology.intra = am.node->intra;
-      c.topology.network_gbps = am.arena_node() ? arena_network_gbps : am.node->network_gbps;
-      c.gpus = am.hosts * am.gpus_per_host;
-      c.global_batch = static_cast<int>(*batch);
-      c.precision = c.model.default_precision;
-      c.measured_iteration_s = seconds;
-      out->cases.push_back(std::move(c));
+    if (e.seconds <= 0) {
+      out->infeasible_measured++;
+      continue;
     }
+    const ArenaMesh& am = e.mesh;
+    ReferenceCase c;
+    c.id = file + ":" + e.key + "@" + e.mesh_name;
+    c.source = "alpa";
+    c.model = **model;
+    c.gpu_generation = am.gpu_token;
+    c.topology.gpu = am.gpu;
+    c.topology.gpus_per_node = am.gpus_per_host;
+    c.topology.intra = am.node->intra;
+    c.topology.network_gbps = am.arena_node() ? arena_network_gbps : am.node->network_gbps;
+    c.gpus = am.hosts * am.gpus_per_host;
+    c.global_batch = e.batch;
+    c.precision = c.model.default_precision;
+    c.measured_iteration_s = e.seconds;
+    out->cases.push_back(std::move(c));
   }
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // `tessel simulate` (one policy) and `tessel compare` (several, side by
 // side) on a cluster and a trace.
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -17,6 +18,22 @@ int ExitCode(const Status& s) {
 
 void ShowNotes(const SimSetup& setup, std::ostream& err) {
   for (const std::string& n : setup.notes) err << "note: " << n << "\n";
+}
+
+// Writes --out (when given) with `write`, reports where, and returns the
+// command's exit code.
+int FinishOutputs(CommandIo io, const SimFlags& flags,
+                  const std::function<Status(const std::string& dir, std::string* warning)>& write) {
+  if (flags.out.empty()) return 0;
+  std::string warning;
+  Status s = write(flags.out, &warning);
+  if (!s.ok()) {
+    io.err << "error: " << s.message() << "\n";
+    return 1;
+  }
+  if (!warning.empty()) io.err << "warning: " << warning << "\n";
+  if (!flags.json) io.out << "outputs in " << flags.out << "\n";
+  return 0;
 }
 
 const char* kSimFooter =
@@ -55,17 +72,9 @@ CommandAction SetupSimulate(CLI::App& app, CommandIo io) {
     } else {
       RenderSummary(result->summary, io.out);
     }
-    if (!flags->out.empty()) {
-      std::string warning;
-      Status s = WriteRunOutputs(*result, setup->cluster, flags->out, &warning);
-      if (!s.ok()) {
-        io.err << "error: " << s.message() << "\n";
-        return 1;
-      }
-      if (!warning.empty()) io.err << "warning: " << warning << "\n";
-      if (!flags->json) io.out << "outputs in " << flags->out << "\n";
-    }
-    return 0;
+    return FinishOutputs(io, *flags, [&](const std::string& dir, std::string* warning) {
+      return WriteRunOutputs(*result, setup->cluster, dir, warning);
+    });
   };
 }
 
@@ -103,17 +112,9 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
     } else {
       RenderComparison(summaries, io.out);
     }
-    if (!flags->out.empty()) {
-      std::string warning;
-      Status s = WriteComparisonOutputs(runs, setup->cluster, flags->out, &warning);
-      if (!s.ok()) {
-        io.err << "error: " << s.message() << "\n";
-        return 1;
-      }
-      if (!warning.empty()) io.err << "warning: " << warning << "\n";
-      if (!flags->json) io.out << "outputs in " << flags->out << "\n";
-    }
-    return 0;
+    return FinishOutputs(io, *flags, [&](const std::string& dir, std::string* warning) {
+      return WriteComparisonOutputs(runs, setup->cluster, dir, warning);
+    });
   };
 }
 

@@ -6,7 +6,6 @@
 #include <tuple>
 
 #include "policy/placement.h"
-#include "policy/srtf.h"
 
 namespace tessel {
 namespace {
@@ -27,46 +26,10 @@ std::vector<int> Sizes(const JobSpec& spec) {
   return sizes;
 }
 
-// `gpus` of the GPUs of `alloc`, from the nodes holding most of them first.
-Allocation Subset(const Allocation& alloc, int gpus) {
-  std::vector<Placement> parts = alloc.parts;
-  std::stable_sort(parts.begin(), parts.end(), [](const Placement& a, const Placement& b) { return a.gpus > b.gpus; });
-  Allocation out;
-  out.type = alloc.type;
-  for (const Placement& p : parts) {
-    if (gpus == 0) break;
-    int take = std::min(gpus, p.gpus);
-    out.parts.push_back({p.node, take});
-    gpus -= take;
-  }
-  std::sort(out.parts.begin(), out.parts.end(), [](const Placement& a, const Placement& b) { return a.node < b.node; });
-  return out;
-}
-
-Allocation Merge(const Allocation& a, const Allocation& b) {
-  Allocation out = a;
-  for (const Placement& p : b.parts) {
-    auto it = std::find_if(out.parts.begin(), out.parts.end(), [&](const Placement& q) { return q.node == p.node; });
-    if (it != out.parts.end()) {
-      it->gpus += p.gpus;
-    } else {
-      out.parts.push_back(p);
-    }
-  }
-  std::sort(out.parts.begin(), out.parts.end(), [](const Placement& x, const Placement& y) { return x.node < y.node; });
-  return out;
-}
-
-class ElasticFlowPolicy : public Policy {
+class ElasticFlowPolicy : public BaselinePolicy {
  public:
-  ElasticFlowPolicy(double hysteresis, PlanMode mode) : hysteresis_(hysteresis), mode_(mode) {}
-  std::string_view name() const override { return "elasticflow"; }
-  PolicyTraits traits() const override {
-    PolicyTraits t;
-    t.uses_rounds = true;
-    t.plan_mode = mode_;
-    return t;
-  }
+  ElasticFlowPolicy(double hysteresis, PlanMode mode)
+      : BaselinePolicy("elasticflow", true, mode), hysteresis_(hysteresis) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -97,7 +60,7 @@ class ElasticFlowPolicy : public Policy {
       // The job's real minimum is the smallest size its model fits at.
       const int smallest = sizes[i].front();
       std::vector<int> types;
-      while (!sizes[i].empty() && (types = TypesAt(job, snap, sizes[i].front())).empty()) {
+      while (!sizes[i].empty() && (types = CandidateTypes(job, snap, sizes[i].front())).empty()) {
         sizes[i].erase(sizes[i].begin());
       }
       if (sizes[i].empty()) {
@@ -178,9 +141,7 @@ class ElasticFlowPolicy : public Policy {
       std::optional<Allocation> grown;  // its GPUs and more
       // Its old GPUs went back to the pool above; a larger job placed
       // before it may have taken some, and then it cannot grow in place.
-      bool cur_still_free = !cur.empty() && cur.type == type[i];
-      for (const Placement& p : cur.parts) cur_still_free = cur_still_free && free.free_on(p.node) >= p.gpus;
-      if (cur_still_free) {
+      if (!cur.empty() && cur.type == type[i] && free.IsFree(cur)) {
         free.Take(cur);
         std::optional<Allocation> extra = free.Place(type[i], want - cur.gpus());
         free.Release(cur);
@@ -209,29 +170,6 @@ class ElasticFlowPolicy : public Policy {
   }
 
  private:
-  // The types `job` can run on with `gpus` GPUs: its requested type, or every
-  // type where it fits, fastest first (ties: type index).
-  static std::vector<int> TypesAt(const JobView& job, const Snapshot& snap, int gpus) {
-    const Cluster& cluster = *snap.cluster;
-    const JobSpec& spec = *job.spec;
-    std::vector<std::pair<double, int>> ranked;
-    auto consider = [&](int t) {
-      if (cluster.types()[t].total_gpus < gpus) return;
-      const JobRate& r = snap.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus));
-      if (r.fits) ranked.push_back({r.iteration_time_s, t});
-    };
-    if (!spec.requested_gpu_type.empty()) {
-      int t = cluster.FindType(spec.requested_gpu_type);
-      if (t >= 0) consider(t);
-    } else {
-      for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) consider(t);
-    }
-    std::sort(ranked.begin(), ranked.end());
-    std::vector<int> types;
-    for (const auto& [time, t] : ranked) types.push_back(t);
-    return types;
-  }
-
   // Reduction of job i's remaining time per added GPU when it goes from
   // `from` to `to` GPUs of `type`; counted (1 + hysteresis) times when it
   // already holds `to` GPUs of that type.
@@ -247,7 +185,6 @@ class ElasticFlowPolicy : public Policy {
   }
 
   double hysteresis_;
-  PlanMode mode_;
 };
 
 }  // namespace

@@ -9,15 +9,9 @@ namespace {
 
 enum class Backfill { kNone, kFirstFit, kEasy };
 
-class FcfsPolicy : public Policy {
+class FcfsPolicy : public BaselinePolicy {
  public:
-  FcfsPolicy(Backfill backfill, PlanMode mode) : backfill_(backfill), mode_(mode) {}
-  std::string_view name() const override { return "fcfs"; }
-  PolicyTraits traits() const override {
-    PolicyTraits t;
-    t.plan_mode = mode_;
-    return t;
-  }
+  FcfsPolicy(Backfill backfill, PlanMode mode) : BaselinePolicy("fcfs", false, mode), backfill_(backfill) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -105,7 +99,6 @@ class FcfsPolicy : public Policy {
   }
 
   Backfill backfill_;
-  PlanMode mode_;
 };
 
 }  // namespace

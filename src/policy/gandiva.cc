@@ -5,45 +5,14 @@
 #include <tuple>
 
 #include "policy/placement.h"
-#include "policy/srtf.h"
 
 namespace tessel {
 namespace {
 
-bool IsFree(const FreeMap& free, const Allocation& alloc) {
-  for (const Placement& p : alloc.parts) {
-    if (free.free_on(p.node) < p.gpus) return false;
-  }
-  return true;
-}
-
-// `gpus` of the GPUs of `alloc`, from the nodes holding most of them first
-// (ties: lower node id).
-Allocation Subset(const Allocation& alloc, int gpus) {
-  std::vector<Placement> parts = alloc.parts;
-  std::stable_sort(parts.begin(), parts.end(), [](const Placement& a, const Placement& b) { return a.gpus > b.gpus; });
-  Allocation out;
-  out.type = alloc.type;
-  for (const Placement& p : parts) {
-    if (gpus == 0) break;
-    int take = std::min(gpus, p.gpus);
-    out.parts.push_back({p.node, take});
-    gpus -= take;
-  }
-  std::sort(out.parts.begin(), out.parts.end(), [](const Placement& a, const Placement& b) { return a.node < b.node; });
-  return out;
-}
-
-class GandivaPolicy : public Policy {
+class GandivaPolicy : public BaselinePolicy {
  public:
-  GandivaPolicy(double grow_speedup, PlanMode mode) : grow_speedup_(grow_speedup), mode_(mode) {}
-  std::string_view name() const override { return "gandiva"; }
-  PolicyTraits traits() const override {
-    PolicyTraits t;
-    t.uses_rounds = true;
-    t.plan_mode = mode_;
-    return t;
-  }
+  GandivaPolicy(double grow_speedup, PlanMode mode)
+      : BaselinePolicy("gandiva", true, mode), grow_speedup_(grow_speedup) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -58,7 +27,7 @@ class GandivaPolicy : public Policy {
       const JobView& job = *snap.jobs[i];
       plan[i] = job.alloc;
       if (!job.alloc.empty()) continue;
-      types[i] = RunnableTypes(job, snap);
+      types[i] = CandidateTypes(job, snap);
       if (types[i].empty()) {
         d.reject.push_back({job.index, NeverRunsReason(job, snap, job.spec->requested_gpus)});
         continue;
@@ -225,7 +194,7 @@ class GandivaPolicy : public Policy {
       std::optional<Allocation> a = scratch.Place(t, need);
       if (!a) continue;
       for (auto it = released.rbegin(); it != released.rend(); ++it) {
-        if (IsFree(scratch, plan[*it])) {
+        if (scratch.IsFree(plan[*it])) {
           scratch.Take(plan[*it]);
         } else {
           eligible.gpus[t] -= plan[*it].gpus();
@@ -242,7 +211,6 @@ class GandivaPolicy : public Policy {
   }
 
   double grow_speedup_;
-  PlanMode mode_;
 };
 
 }  // namespace

@@ -190,9 +190,7 @@ GavelProblem BuildGavelProblem(const Snapshot& snap) {
     for (int k = 0; k < num_types; ++k) {
       const GpuTypeInfo& info = cluster.types()[k];
       if (info.total_gpus < row.scale) continue;
-      int per_node = std::max(1, info.max_gpus_per_node);
-      int nodes = (row.scale + per_node - 1) / per_node;
-      const JobRate& r = snap.belief->Rate(spec, k, row.scale, nodes);
+      const JobRate& r = snap.belief->Rate(spec, k, row.scale, MinNodes(cluster, k, row.scale));
       if (!r.fits || !(r.iteration_time_s > 0)) {
         if (why.empty()) why = cluster.TypeName(k) + ": " + (r.reason.empty() ? "does not fit" : r.reason);
         continue;
@@ -213,18 +211,10 @@ GavelProblem BuildGavelProblem(const Snapshot& snap) {
 
 namespace {
 
-class GavelPolicy : public Policy {
+class GavelPolicy : public BaselinePolicy {
  public:
-  GavelPolicy(GavelObjective objective, PlanMode mode) : objective_(objective), mode_(mode) {}
-
-  std::string_view name() const override { return IsMaxMin(objective_) ? "gavel" : "gavel-throughput"; }
-
-  PolicyTraits traits() const override {
-    PolicyTraits t;
-    t.uses_rounds = true;
-    t.plan_mode = mode_;
-    return t;
-  }
+  GavelPolicy(GavelObjective objective, PlanMode mode)
+      : BaselinePolicy(IsMaxMin(objective) ? "gavel" : "gavel-throughput", true, mode), objective_(objective) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -359,7 +349,6 @@ class GavelPolicy : public Policy {
   };
 
   GavelObjective objective_;
-  PlanMode mode_;
   std::optional<Cached> cache_;
 };
 

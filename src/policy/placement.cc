@@ -76,6 +76,13 @@ void FreeMap::Release(const Allocation& alloc) {
   }
 }
 
+bool FreeMap::IsFree(const Allocation& alloc) const {
+  for (const Placement& p : alloc.parts) {
+    if (free_[p.node] < p.gpus) return false;
+  }
+  return true;
+}
+
 void FreeMap::Take(const Allocation& alloc) {
   for (const Placement& p : alloc.parts) {
     assert(free_[p.node] >= p.gpus && "FreeMap::Take of GPUs that are not free");
@@ -85,30 +92,87 @@ void FreeMap::Take(const Allocation& alloc) {
 }
 
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot) {
+  return CandidateTypes(job, snapshot, job.spec->requested_gpus);
+}
+
+std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, int gpus) {
   const Cluster& cluster = *snapshot.cluster;
   const JobSpec& spec = *job.spec;
   std::vector<int> types;
-  auto nodes_for = [&](int type, int gpus) {
-    int per = cluster.types()[type].max_gpus_per_node;
-    return (gpus + per - 1) / per;
-  };
   if (!spec.requested_gpu_type.empty()) {
     int t = cluster.FindType(spec.requested_gpu_type);
-    if (t >= 0 && cluster.types()[t].total_gpus >= spec.requested_gpus &&
-        snapshot.belief->Rate(spec, t, spec.requested_gpus, nodes_for(t, spec.requested_gpus)).fits) {
+    if (t >= 0 && cluster.types()[t].total_gpus >= gpus &&
+        snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus)).fits) {
       types.push_back(t);
     }
     return types;
   }
   std::vector<std::pair<double, int>> ranked;
   for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
-    if (cluster.types()[t].total_gpus < spec.requested_gpus) continue;
-    const JobRate& r = snapshot.belief->Rate(spec, t, spec.requested_gpus, nodes_for(t, spec.requested_gpus));
+    if (cluster.types()[t].total_gpus < gpus) continue;
+    const JobRate& r = snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus));
     if (r.fits) ranked.push_back({r.iteration_time_s, t});
   }
   std::sort(ranked.begin(), ranked.end());
   for (const auto& [time, t] : ranked) types.push_back(t);
   return types;
+}
+
+std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gpus) {
+  const Cluster& cluster = *snapshot.cluster;
+  const JobSpec& spec = *job.spec;
+  std::string on = std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s");
+  if (!spec.requested_gpu_type.empty()) {
+    int t = cluster.FindType(spec.requested_gpu_type);
+    if (t < 0) return "requested GPU type '" + spec.requested_gpu_type + "' is not in the cluster";
+    const GpuTypeInfo& info = cluster.types()[t];
+    if (info.total_gpus < gpus) {
+      return "needs " + on + " of " + cluster.TypeName(t) + "; the cluster has " +
+             std::to_string(info.total_gpus);
+    }
+    const JobRate& r = snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus));
+    return "does not fit on " + on + " of " + cluster.TypeName(t) + (r.reason.empty() ? "" : ": " + r.reason);
+  }
+  int largest = 0;
+  for (const GpuTypeInfo& info : cluster.types()) largest = std::max(largest, info.total_gpus);
+  if (largest < gpus) {
+    return "needs " + on + "; the largest GPU type in the cluster has " + std::to_string(largest);
+  }
+  return "does not fit on " + on + " of any GPU type in the cluster";
+}
+
+int MinNodes(const Cluster& cluster, int type, int gpus) {
+  int per = std::max(1, cluster.types()[type].max_gpus_per_node);
+  return std::max(1, (gpus + per - 1) / per);
+}
+
+Allocation Subset(const Allocation& alloc, int gpus) {
+  std::vector<Placement> parts = alloc.parts;
+  std::stable_sort(parts.begin(), parts.end(), [](const Placement& a, const Placement& b) { return a.gpus > b.gpus; });
+  Allocation out;
+  out.type = alloc.type;
+  for (const Placement& p : parts) {
+    if (gpus == 0) break;
+    int take = std::min(gpus, p.gpus);
+    out.parts.push_back({p.node, take});
+    gpus -= take;
+  }
+  std::sort(out.parts.begin(), out.parts.end(), [](const Placement& a, const Placement& b) { return a.node < b.node; });
+  return out;
+}
+
+Allocation Merge(const Allocation& a, const Allocation& b) {
+  Allocation out = a;
+  for (const Placement& p : b.parts) {
+    auto it = std::find_if(out.parts.begin(), out.parts.end(), [&](const Placement& q) { return q.node == p.node; });
+    if (it != out.parts.end()) {
+      it->gpus += p.gpus;
+    } else {
+      out.parts.push_back(p);
+    }
+  }
+  std::sort(out.parts.begin(), out.parts.end(), [](const Placement& x, const Placement& y) { return x.node < y.node; });
+  return out;
 }
 
 std::string Allocation::ToString(const Cluster& cluster) const {

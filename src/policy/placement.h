@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "policy/snapshot.h"
@@ -29,6 +30,8 @@ class FreeMap {
   void Release(const Allocation& alloc);
   // Takes exactly `alloc` (which must be free).
   void Take(const Allocation& alloc);
+  // Whether every GPU of `alloc` is free here.
+  bool IsFree(const Allocation& alloc) const;
 
  private:
   const Cluster* cluster_;
@@ -42,5 +45,20 @@ class FreeMap {
 // cluster; otherwise every type, fastest first by `belief` at the requested
 // GPU count (ties by type index). Types where the job cannot fit are left out.
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot);
+// The same for `gpus` GPUs instead of the requested count (elastic sizes).
+std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, int gpus);
+
+// Why `job` can never run on `gpus` GPUs, for Decision::reject.
+std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gpus);
+
+// Nodes a consolidated allocation of `gpus` GPUs of `type` spans at least:
+// the node count rates are asked for before a job is placed.
+int MinNodes(const Cluster& cluster, int type, int gpus);
+
+// `gpus` of the GPUs of `alloc`, from the nodes holding most of them first
+// (ties: lower node id): how a job shrinks in place.
+Allocation Subset(const Allocation& alloc, int gpus);
+// `a` and `b` (same type) as one allocation: how a job grows in place.
+Allocation Merge(const Allocation& a, const Allocation& b);
 
 }  // namespace tessel

@@ -39,6 +39,23 @@ class Policy {
   virtual Decision Decide(const Snapshot& snapshot) = 0;
 };
 
+// The baselines' common base: a fixed name (a string literal) and traits
+// fixed at construction (rounds or not; the plan mode is the
+// --baseline-parallelism the policy was built with).
+class BaselinePolicy : public Policy {
+ public:
+  BaselinePolicy(std::string_view name, bool uses_rounds, PlanMode plan_mode) : name_(name) {
+    traits_.uses_rounds = uses_rounds;
+    traits_.plan_mode = plan_mode;
+  }
+  std::string_view name() const override { return name_; }
+  PolicyTraits traits() const override { return traits_; }
+
+ private:
+  std::string_view name_;
+  PolicyTraits traits_;
+};
+
 // Options from a policy spec "name:key=value:key=value" (e.g.
 // "fcfs:backfill=easy", "tiresias:queues=2:threshold=3600").
 class PolicyOptions {

@@ -6,7 +6,7 @@
 
 #include "core/strings.h"
 #include "policy/placement.h"
-#include "policy/srtf.h"
+#include "policy/priority_alloc.h"
 
 namespace tessel {
 namespace {
@@ -15,17 +15,10 @@ namespace {
 // floating point (a millisecond, or a GPU-millisecond).
 constexpr double kSlack = 1e-3;
 
-class TiresiasPolicy : public Policy {
+class TiresiasPolicy : public BaselinePolicy {
  public:
   TiresiasPolicy(std::vector<double> thresholds, double starvation, PlanMode mode)
-      : thresholds_(std::move(thresholds)), starvation_(starvation), mode_(mode) {}
-  std::string_view name() const override { return "tiresias"; }
-  PolicyTraits traits() const override {
-    PolicyTraits t;
-    t.uses_rounds = true;
-    t.plan_mode = mode_;
-    return t;
-  }
+      : BaselinePolicy("tiresias", true, mode), thresholds_(std::move(thresholds)), starvation_(starvation) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -39,19 +32,13 @@ class TiresiasPolicy : public Policy {
     ranked.reserve(snap.jobs.size());
     for (const JobView* job : snap.jobs) {
       const JobSpec& spec = *job->spec;
-      std::vector<int> types = RunnableTypes(*job, snap);
-      if (types.empty()) {
-        if (job->alloc.empty()) {
-          d.reject.push_back({job->index, NeverRunsReason(*job, snap, spec.requested_gpus)});
-          continue;
-        }
-        types.push_back(job->alloc.type);
-      }
+      std::optional<std::vector<int>> types = PriorityTypesOrReject(*job, snap, d);
+      if (!types) continue;
       Service s = ServiceOf(*job, snap);
       int queue = QueueOf(s.service);
       SimTime wake = NextChange(*job, snap, s, queue);
       d.wake_at = std::min(d.wake_at, wake);
-      ranked.push_back({queue, job->alloc.empty(), spec.submit, {job, spec.requested_gpus, std::move(types)}});
+      ranked.push_back({queue, job->alloc.empty(), spec.submit, {job, spec.requested_gpus, std::move(*types)}});
     }
     std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
       return std::tie(a.queue, a.waiting, a.submit, a.entry.job->index) <
@@ -125,7 +112,6 @@ class TiresiasPolicy : public Policy {
 
   std::vector<double> thresholds_;  // ascending GPU-seconds, K - 1 of them
   double starvation_;
-  PlanMode mode_;
 };
 
 Result<std::vector<double>> ParseThresholds(const std::string& text, int queues) {

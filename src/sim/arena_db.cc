@@ -1,46 +1,17 @@
 #include "sim/arena_db.h"
 
-#include <nlohmann/json.hpp>
-
-#include "calib/arena_mesh.h"
-#include "core/csv.h"
+#include "calib/arena_database.h"
 #include "model/catalog.h"
 
 namespace tessel {
 
 Result<std::unique_ptr<ArenaDbThroughput>> ArenaDbThroughput::Load(const std::string& path, const Cluster& cluster,
                                                                    ThroughputModel& fallback) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::exception& e) {
-    return InvalidArgument(path + ": not valid JSON: " + e.what());
-  }
-  if (!root.is_object() || !root.contains("optimal") || !root["optimal"].is_object()) {
-    return InvalidArgument(path + ": expected {\"optimal\": {\"<model>_<size>_<batch>\": {\"<mesh>\": seconds}}}");
-  }
+  auto entries = ReadArenaDatabase(path);
+  if (!entries.ok()) return entries.status();
   std::unique_ptr<ArenaDbThroughput> db(new ArenaDbThroughput(cluster, fallback));
-  for (const auto& [model_key, meshes] : root["optimal"].items()) {
-    if (!meshes.is_object()) return InvalidArgument(path + ": " + model_key + ": expected an object of meshes");
-    for (const auto& [mesh_name, value] : meshes.items()) {
-      std::string where = path + ": " + model_key + "." + mesh_name;
-      auto mesh = ParseArenaMesh(mesh_name, where);
-      if (!mesh.ok()) return mesh.status();
-      double seconds = 0;
-      if (value.is_number()) {
-        seconds = value.get<double>();
-      } else if (value.is_array() && value.size() >= 2 && value[0].is_number() && value[1].is_number()) {
-        // [iterations measured, their total time] (prof_database_h100_l20).
-        double n = value[0].get<double>();
-        seconds = n > 0 ? value[1].get<double>() / n : -1;
-        if (value[1].get<double>() < 0) seconds = -1;
-      } else {
-        return InvalidArgument(where + ": expected seconds or [iterations, total seconds]");
-      }
-      db->measured_s_[{model_key, mesh->gpu, mesh->hosts, mesh->gpus_per_host}] = seconds;
-    }
+  for (const ArenaDbEntry& e : *entries) {
+    db->measured_s_[{e.key, e.mesh.gpu, e.mesh.hosts, e.mesh.gpus_per_host}] = e.seconds;
   }
   return db;
 }

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "model/catalog.h"
+#include "policy/placement.h"
 
 namespace tessel {
 namespace {
@@ -137,11 +138,6 @@ struct Simulator::Impl {
     if (log) *log << Secs(now) << ' ' << line << '\n';
   }
 
-  int NodesFor(int type, int gpus) const {
-    int per = cluster.types()[type].max_gpus_per_node;
-    return (gpus + per - 1) / per;
-  }
-
   // --- progress accounting -------------------------------------------------
 
   // Brings a job's progress and attained service up to `now`.
@@ -234,7 +230,7 @@ struct Simulator::Impl {
         if (!types.empty()) break;
         continue;
       }
-      const JobRate& r = truth.Rate(s, t, gpus, NodesFor(t, gpus));
+      const JobRate& r = truth.Rate(s, t, gpus, MinNodes(cluster, t, gpus));
       if (!r.fits) {
         why = "does not fit on " + std::to_string(gpus) + " " + info.gpu->name + ": " + r.reason;
         if (!types.empty()) break;
@@ -355,17 +351,14 @@ struct Simulator::Impl {
     return j.checkpoint_bytes / (config.reconfig.storage_gbs_per_node * 1e9 * std::max(1, nodes));
   }
 
-  // Seconds from getting `alloc` to making progress on it.
-  double StartDelay(const JobState& j, const Allocation& alloc, bool was_holding) const {
+  // Seconds from getting `alloc` to making progress on it: a job that ran
+  // before saves its checkpoint (if its last allocation has not yet) and
+  // loads it; adaptive policies also search a plan.
+  double StartDelay(const JobState& j, const Allocation& alloc) const {
     const ReconfigCost& rc = config.reconfig;
     double search = traits.searches_plans ? std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus()) : 0;
     if (!j.view.started()) return search;
-    double save = 0;
-    if (was_holding) {
-      save = CheckpointSeconds(j, j.view.alloc.nodes());
-    } else if (j.needs_save) {
-      save = CheckpointSeconds(j, j.last_nodes);
-    }
+    double save = j.needs_save ? CheckpointSeconds(j, j.last_nodes) : 0;
     return save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;
   }
 
@@ -399,10 +392,7 @@ struct Simulator::Impl {
       bool was_holding = !j.view.alloc.empty();
       if (was_holding) {
         j.needs_save = true;
-        Allocation old = j.view.alloc;
-        // Release() forgets the allocation; keep its node count for the save.
-        Release(j);
-        j.last_nodes = std::max(1, old.nodes());
+        Release(j);  // remembers the node count the save will use
         if (alloc.empty()) {
           ++j.view.preemptions;
           Log("suspend job=" + j.view.spec->id);
@@ -444,7 +434,7 @@ struct Simulator::Impl {
         }
       }
       bool first = !j.view.started();
-      double delay = StartDelay(j, *alloc, false);
+      double delay = StartDelay(j, *alloc);
       if (!first) ++j.view.restarts;
       j.view.alloc = *alloc;
       j.iteration_time_s = rate->iteration_time_s;
@@ -579,9 +569,6 @@ struct Simulator::Impl {
                         " jobs unfinished and nothing scheduled");
       }
       if (t > config.horizon) break;
-      // Only failures and repairs left while every job waits forever would
-      // loop; so would a policy that never starts anything. Stop when only
-      // periodic events remain and nothing can change.
       now = std::max(now, t);
       bool round = false;
       // Apply every event at this time, in kind order.
