@@ -44,7 +44,7 @@ class FcfsPolicy : public BaselinePolicy {
       for (int t : types) {
         if (blocked && backfill_ == Backfill::kEasy && t == res_type) {
           // Must not delay the head job's reservation.
-          const JobRate& r = snap.belief->Rate(spec, t, spec.requested_gpus, 1);
+          const JobRate& r = snap.belief->Rate(spec, t, spec.requested_gpus, MinNodes(*snap.cluster, t, spec.requested_gpus));
           bool ends_before = r.fits && snap.now + Seconds(job->remaining_iterations() * r.iteration_time_s) <= res_time;
           if (!ends_before && spec.requested_gpus > res_spare) continue;
           if (!ends_before) {
