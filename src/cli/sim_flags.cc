@@ -25,10 +25,20 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--format", format, "Trace format: auto|arena|pollux|itp|philly|alibaba|tessel (default auto)");
   app.add_option("--seed", seed, "Seed for every random choice: model mapping, failures, generated trace (default 1)");
   app.add_option("--horizon", horizon, "Stop at this simulated time (e.g. 7d, 36h); unfinished jobs are reported");
-  app.add_option("--round", round, "Scheduling round length (default 300 s)");
+  app.add_option("--round", round,
+                 "Scheduling round length (default 300 s; 60 s, the Pollux and Sia artifacts', for workloads played "
+                 "from application profiles)");
   app.add_option("--truth", truth,
                  "What jobs really run at: estimator (default) or arena-db (Arena's measured prof_database, "
-                 "estimator where it has no entry)");
+                 "estimator where it has no entry). Jobs of Pollux/Sia workloads are played from their "
+                 "application profiles instead (see --apps)");
+  app.add_option("--apps", apps,
+                 "Application profiles (Pollux/Sia apps directory) to play jobs that name an application from: "
+                 "measured step times per placement and GPU type, gradient noise and progress per epoch. Default: "
+                 "the directory the workload's importer found (../apps beside a Pollux/Sia workload)");
+  app.add_flag("--no-apps", no_apps, "Time application jobs with --truth instead of their profiles");
+  app.add_option("--scaling-rule", scaling_rule,
+                 "Learning-rate scaling rule of adaptive-batch jobs: adascale (default), linear or sqrt");
   app.add_option("--baseline-parallelism", baseline_parallelism,
                  "Plans of the baseline policies: dp (data parallel, or the planner's plan when DP does not fit; "
                  "default) or best (the planner's best plan for each allocation)");
@@ -43,7 +53,10 @@ void SimFlags::Add(CLI::App& app) {
                  "Seconds between a running job's checkpoints (failures lose progress since the last; default 1800)");
   app.add_option("--storage-gbs", storage_gbs, "Checkpoint read/write bandwidth per node, GB/s (default 2)");
   app.add_option("--restart-overhead", restart_overhead_s,
-                 "Seconds a restart costs besides checkpoint save/load and plan search (default 10)");
+                 "Seconds a restart costs besides checkpoint save/load and plan search (default 10; 30, the "
+                 "Pollux artifact's, for workloads played from application profiles)");
+  app.add_option("--start-overhead", start_overhead_s,
+                 "Seconds a job's first start costs (default 0; 30 for workloads played from application profiles)");
   app.add_option("--out", out, "Write summary.json, jobs.csv, timeline.csv and plots (PNG, gnuplot) to this directory");
   app.add_option("--event-log", event_log, "Write every event and decision to this file");
   app.add_option("--data", data, "Shared data folder for --truth arena-db (default $TESSEL_DATA or ../shared/data)");
@@ -54,7 +67,7 @@ void SimFlags::Add(CLI::App& app) {
 Result<SimSetup> ResolveSim(const SimFlags& f) {
   auto cluster = LoadCluster(f.cluster);
   if (!cluster.ok()) return Status(cluster.status().code(), "--cluster: " + cluster.status().message());
-  SimSetup setup{std::move(*cluster), {}, {}, {}};
+  SimSetup setup{std::move(*cluster), {}, {}, {}, nullptr};
   if (f.traces.empty()) {
     // The embedded default: a Philly-like mix, arrivals dense enough that
     // jobs queue on the demo cluster.
@@ -79,9 +92,27 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     setup.workload = std::move(*w);
   }
   setup.notes = setup.workload.notes;
+  if (!f.no_apps) {
+    std::string dir = f.apps.empty() ? setup.workload.apps_dir : f.apps;
+    if (!dir.empty()) {
+      auto apps = goodput::AppCatalog::Load(dir);
+      if (!apps.ok()) return Status(apps.status().code(), "--apps: " + apps.status().message());
+      size_t played = 0;
+      for (const JobSpec& j : setup.workload.jobs)
+        if (!j.app.empty() && apps->Find(j.app) != nullptr) ++played;
+      if (played > 0) {
+        setup.apps = std::make_shared<const goodput::AppCatalog>(std::move(*apps));
+        setup.notes.push_back(std::to_string(played) + " jobs played from application profiles in " + dir);
+      }
+    }
+  }
+  const bool app_defaults = setup.apps != nullptr;
   SimConfig& c = setup.config;
   c.seed = f.seed;
-  auto round = ParseDuration(f.round, "--round");
+  auto rule = goodput::ParseScalingRule(f.scaling_rule);
+  if (!rule.ok()) return InvalidArgument("--scaling-rule: " + rule.status().message());
+  c.scaling_rule = *rule;
+  auto round = ParseDuration(f.round.empty() ? (app_defaults ? "60" : "300") : f.round, "--round");
   if (!round.ok()) return round.status();
   if (*round <= 0) return InvalidArgument("--round: must be positive");
   c.round = *round;
@@ -91,16 +122,19 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     c.horizon = *h;
   }
   if (f.node_mtbf_h < 0 || f.repair_h < 0 || f.checkpoint_interval_s < 0 || !(f.storage_gbs > 0) ||
-      f.restart_overhead_s < 0 || !(f.time_scale > 0)) {
+      !(f.time_scale > 0)) {
     return InvalidArgument(
-        "--node-mtbf-h, --repair-h, --checkpoint-interval and --restart-overhead must be >= 0; --storage-gbs and "
-        "--time-scale > 0");
+        "--node-mtbf-h, --repair-h and --checkpoint-interval must be >= 0; --storage-gbs and --time-scale > 0");
   }
   c.failures.node_mtbf_s = f.node_mtbf_h * 3600;
   c.failures.repair_s = f.repair_h * 3600;
   c.failures.checkpoint_interval_s = f.checkpoint_interval_s;
   c.reconfig.storage_gbs_per_node = f.storage_gbs;
-  c.reconfig.restart_overhead_s = f.restart_overhead_s;
+  if ((f.restart_overhead_s < 0 && f.restart_overhead_s != -1) || (f.start_overhead_s < 0 && f.start_overhead_s != -1)) {
+    return InvalidArgument("--restart-overhead and --start-overhead: expected seconds >= 0");
+  }
+  c.reconfig.restart_overhead_s = f.restart_overhead_s >= 0 ? f.restart_overhead_s : (app_defaults ? 30 : 10);
+  c.reconfig.start_overhead_s = f.start_overhead_s >= 0 ? f.start_overhead_s : (app_defaults ? 30 : 0);
   c.reference_gpu = f.reference_gpu;
   if (!f.reference_gpu.empty() && setup.cluster.FindType(f.reference_gpu) < 0) {
     std::vector<std::string> have;
@@ -158,6 +192,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
     truth = db.get();
   }
   Simulator sim(setup.cluster, setup.workload, **policy, belief, *truth, setup.config);
+  sim.set_apps(setup.apps.get());
   std::ofstream log;
   if (!f.event_log.empty()) {
     log.open(f.event_log, std::ios::binary);

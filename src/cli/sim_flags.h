@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "hardware/cluster.h"
+#include "goodput/app_profile.h"
 #include "sim/engine.h"
 #include "workload/job.h"
 
@@ -24,7 +25,7 @@ struct SimFlags {
   std::string format = "auto";
   uint64_t seed = 1;
   std::string horizon;
-  std::string round = "300";
+  std::string round;  // "" = 300 s, or 60 s for workloads played from app profiles
   std::string truth = "estimator";
   std::string baseline_parallelism = "dp";
   std::string reference_gpu;
@@ -39,7 +40,11 @@ struct SimFlags {
   double repair_h = 1;
   double checkpoint_interval_s = 1800;
   double storage_gbs = 2.0;
-  double restart_overhead_s = 10;
+  double restart_overhead_s = -1;  // < 0: 10 s, or 30 s for workloads played from app profiles
+  double start_overhead_s = -1;    // < 0: 0 s, or 30 s likewise
+  std::string apps;                // profile directory; "" = the workload's own
+  bool no_apps = false;
+  std::string scaling_rule = "adascale";
 
   void Add(CLI::App& app);
 };
@@ -50,6 +55,9 @@ struct SimSetup {
   Workload workload;
   SimConfig config;
   std::vector<std::string> notes;  // importer notes, shown on stderr
+  // Application profiles jobs are played from (the `apps` truth source);
+  // null when the workload has none or --no-apps.
+  std::shared_ptr<const goodput::AppCatalog> apps;
 };
 
 Result<SimSetup> ResolveSim(const SimFlags& flags);

@@ -4,6 +4,8 @@
 #include "policy/gandiva.h"
 #include "policy/gavel.h"
 #include "policy/policy.h"
+#include "policy/pollux.h"
+#include "policy/sia.h"
 #include "policy/srtf.h"
 #include "policy/tiresias.h"
 
@@ -18,6 +20,8 @@ const PolicyRegistry& PolicyRegistry::Builtin() {
     RegisterGandivaPolicy(r);
     RegisterElasticFlowPolicy(r);
     RegisterGavelPolicies(r);
+    RegisterPolluxPolicy(r);
+    RegisterSiaPolicy(r);
     return r;
   }();
   return registry;

@@ -36,7 +36,10 @@ LinearProgram::LinearProgram(LinearProgram&& other) noexcept
       num_vars_(other.num_vars_),
       num_rows_(other.num_rows_),
       solved_once_(other.solved_once_),
-      iterations_(other.iterations_) {}
+      iterations_(other.iterations_),
+      has_integers_(other.has_integers_),
+      mip_time_limit_ms_(other.mip_time_limit_ms_),
+      mip_hit_limit_(other.mip_hit_limit_) {}
 
 LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
   if (this != &other) {
@@ -46,6 +49,9 @@ LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
     num_rows_ = other.num_rows_;
     solved_once_ = other.solved_once_;
     iterations_ = other.iterations_;
+    has_integers_ = other.has_integers_;
+    mip_time_limit_ms_ = other.mip_time_limit_ms_;
+    mip_hit_limit_ = other.mip_hit_limit_;
   }
   return *this;
 }
@@ -82,6 +88,12 @@ void LinearProgram::SetObjective(int var, double coef) {
   glp_set_obj_coef(lp_, var + 1, coef);
 }
 
+void LinearProgram::SetInteger(int var) {
+  assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
+  glp_set_col_kind(lp_, var + 1, GLP_IV);
+  has_integers_ = true;
+}
+
 void LinearProgram::SetVariableBounds(int var, double lo, double hi) {
   assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
   glp_set_col_bnds(lp_, var + 1, BoundKind(lo, hi), Finite(lo), Finite(hi));
@@ -115,7 +127,29 @@ Status LinearProgram::Solve() {
     }
     if (rc != 0) return Internal("LP solver failed (GLPK glp_simplex code " + std::to_string(rc) + ")");
   }
-  switch (glp_get_status(lp_)) {
+  int status = glp_get_status(lp_);
+  if (status == GLP_OPT && has_integers_) {
+    glp_iocp iparm;
+    glp_init_iocp(&iparm);
+    iparm.msg_lev = GLP_MSG_OFF;
+    iparm.presolve = GLP_OFF;  // the relaxation above is already optimal
+    if (mip_time_limit_ms_ > 0) iparm.tm_lim = mip_time_limit_ms_;
+    mip_hit_limit_ = false;
+    int irc = glp_intopt(lp_, &iparm);
+    if (irc == GLP_ETMLIM) mip_hit_limit_ = true;
+    else if (irc != 0) return Internal("MIP solver failed (GLPK glp_intopt code " + std::to_string(irc) + ")");
+    switch (glp_mip_status(lp_)) {
+      case GLP_OPT:
+      case GLP_FEAS:
+        return Status::Ok();
+      case GLP_NOFEAS:
+        return InvalidArgument("infeasible: no integer point satisfies every constraint");
+      default:
+        return Internal("MIP solver stopped without an integer solution (GLPK status " +
+                        std::to_string(glp_mip_status(lp_)) + ")");
+    }
+  }
+  switch (status) {
     case GLP_OPT:
       return Status::Ok();
     case GLP_NOFEAS:
@@ -128,16 +162,18 @@ Status LinearProgram::Solve() {
   }
 }
 
-double LinearProgram::objective_value() const { return glp_get_obj_val(lp_); }
+double LinearProgram::objective_value() const {
+  return has_integers_ ? glp_mip_obj_val(lp_) : glp_get_obj_val(lp_);
+}
 
 double LinearProgram::value(int var) const {
   assert(var >= 0 && var < num_vars_ && "LinearProgram: unknown variable");
-  return glp_get_col_prim(lp_, var + 1);
+  return has_integers_ ? glp_mip_col_val(lp_, var + 1) : glp_get_col_prim(lp_, var + 1);
 }
 
 std::vector<double> LinearProgram::values() const {
   std::vector<double> v(num_vars_);
-  for (int i = 0; i < num_vars_; ++i) v[i] = glp_get_col_prim(lp_, i + 1);
+  for (int i = 0; i < num_vars_; ++i) v[i] = value(i);
   return v;
 }
 

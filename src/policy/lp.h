@@ -1,5 +1,7 @@
-// A small linear program solved with GLPK's simplex method (the C API),
-// for the policies that state their allocation as an LP (Gavel).
+// A small linear (or mixed-integer) program solved with GLPK (the C API),
+// for the policies that state their allocation as an LP (Gavel) or an
+// integer program (Sia). Integer variables: SetInteger(); Solve() then runs
+// the simplex on the relaxation and GLPK's branch-and-cut on top.
 //
 //   LinearProgram lp(LinearProgram::kMaximize);
 //   int x = lp.AddVariable(0, kLpInfinity, /*objective=*/3);
@@ -58,6 +60,15 @@ class LinearProgram {
   void SetObjective(int var, double coef);
   void SetVariableBounds(int var, double lo, double hi);
   void SetSense(Sense sense);
+  // Makes `var` integer-valued (with bounds 0..1: binary). A program with
+  // integer variables is solved as a MIP.
+  void SetInteger(int var);
+  // Stop the branch-and-cut after this many milliseconds with the best
+  // integer solution found (0 = no limit). GLPK's limit counts wall time,
+  // so a run that hits it is not reproducible; callers that need
+  // determinism give a generous limit and treat hitting it as an anomaly.
+  void SetMipTimeLimitMs(int ms) { mip_time_limit_ms_ = ms; }
+  bool mip_hit_limit() const { return mip_hit_limit_; }
 
   // Solves. OK: an optimal solution is available. InvalidArgument when the
   // problem has no optimum ("infeasible: ..." or "unbounded: ..."); Internal
@@ -79,6 +90,9 @@ class LinearProgram {
   int num_rows_ = 0;
   bool solved_once_ = false;
   int iterations_ = 0;
+  bool has_integers_ = false;
+  int mip_time_limit_ms_ = 0;
+  bool mip_hit_limit_ = false;
 };
 
 }  // namespace tessel

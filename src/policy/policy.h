@@ -29,6 +29,12 @@ struct PolicyTraits {
   PlanMode plan_mode = PlanMode::kDataParallel;
   // Restarts pay the parallelism plan search time (adaptive policies).
   bool searches_plans = false;
+  // Jobs' agents tune their batch size for goodput (pollux, sia); under
+  // other policies every job keeps its trace's batch size.
+  bool adapts_batch = false;
+  // Each arriving job with an agent is profiled on one GPU of every type
+  // (Sia's bootstrapping), so its per-type models start with those steps.
+  bool profiles_types = false;
 };
 
 class Policy {

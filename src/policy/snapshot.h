@@ -4,12 +4,14 @@
 // apart (SYSTEM.md, "the shape of the system").
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/sim_time.h"
+#include "goodput/goodput.h"
 #include "hardware/cluster.h"
 #include "workload/job.h"
 
@@ -47,6 +49,24 @@ enum class JobPhase {
 };
 const char* JobPhaseName(JobPhase p);
 
+// What a job's agent tells the scheduler (Pollux §4.1: the job-level half
+// of co-adaptive scheduling). Only jobs played from an application profile
+// (JobSpec::app) have an agent; the scheduler never sees the profile, only
+// what the job has measured about itself while it ran.
+struct AgentReport {
+  goodput::GradStats grad;  // latest gradient statistics
+  goodput::BatchLimits limits;
+  goodput::ScalingRule rule = goodput::ScalingRule::kAdaScale;
+  bool adaptive = false;  // the agent may change the batch (under this policy)
+  int fixed_batch = 1;    // the batch when !adaptive
+  // Per Cluster type: the step-time model fitted to the steps the job has
+  // run (or been profiled) on that type, nullopt before any; and the most
+  // replicas it has run with there (0 = none; 1 = single-GPU profile only).
+  std::vector<std::optional<goodput::ThroughputParams>> params;
+  std::vector<int> max_replicas;
+  int observations = 0;  // configurations measured so far
+};
+
 // A job's run-time state. Owned by the backend; policies read it only.
 struct JobView {
   int index = 0;                 // position in the workload (stable id)
@@ -61,6 +81,7 @@ struct JobView {
   std::vector<double> attained_gpu_s_by_type;  // per Cluster type
   int restarts = 0;              // allocation changes after the first start
   int preemptions = 0;           // times suspended back to pending
+  const AgentReport* agent = nullptr;  // goodput agent; null for jobs without one
 
   double remaining_iterations() const { return total_iterations - done_iterations; }
   bool started() const { return first_start != kNever; }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/sim_time.h"
+#include "goodput/goodput.h"
 
 namespace tessel {
 
@@ -21,6 +22,9 @@ struct ReconfigCost {
   double storage_gbs_per_node = 2.0;
   // Process launch, NCCL communicator set-up, data-loader warm-up.
   double restart_overhead_s = 10;
+  // The same on a job's first start (0: a fresh job's launch is not
+  // counted; the Pollux artifact charges 30 s on every allocation).
+  double start_overhead_s = 0;
   // Plan search on a restart, for policies that search plans: per GPU of
   // the new allocation, capped (Arena's pruned search: 10 s per GPU, at
   // most 40 s; a full Alpa-style search is 150 s per GPU, at most 600 s).
@@ -43,6 +47,8 @@ struct SimConfig {
   // GPU type whose speed a trace's durations refer to, when a job names
   // none ("" = the cluster's type with the most GPUs, first on ties).
   std::string reference_gpu;
+  // Learning-rate scaling rule of jobs with a goodput agent.
+  goodput::ScalingRule scaling_rule = goodput::ScalingRule::kAdaScale;
 };
 
 }  // namespace tessel

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <queue>
+#include <map>
 #include <random>
+#include <tuple>
 
+#include "goodput/goodput.h"
 #include "model/catalog.h"
 #include "policy/placement.h"
 
@@ -20,25 +23,13 @@ namespace {
 enum class EventKind : int {
   kComplete = 0,
   kReady = 1,      // a reconfiguration finished: the job starts progressing
-  kNodeRepair = 2,
-  kNodeFail = 3,
-  kArrival = 4,
-  kRound = 5,
-  kWake = 6,
+  kEpoch = 2,      // an app job crossed an epoch boundary: its rate changes
+  kNodeRepair = 3,
+  kNodeFail = 4,
+  kArrival = 5,
+  kRound = 6,
+  kWake = 7,
 };
-
-const char* EventName(EventKind k) {
-  switch (k) {
-    case EventKind::kComplete: return "complete";
-    case EventKind::kReady: return "ready";
-    case EventKind::kNodeRepair: return "repair";
-    case EventKind::kNodeFail: return "fail";
-    case EventKind::kArrival: return "arrive";
-    case EventKind::kRound: return "round";
-    case EventKind::kWake: return "wake";
-  }
-  return "?";
-}
 
 struct Event {
   SimTime time;
@@ -80,6 +71,17 @@ struct JobState {
   double isolated_s = 0;
 };
 
+// A job played from its application profile, and its agent.
+struct AppJob {
+  const goodput::AppProfile* profile = nullptr;
+  AgentReport report;
+  // Per cluster type: what the job has measured, keyed by (nodes, replicas,
+  // atomic batch); the agent refits that type's model on each new entry.
+  std::vector<std::map<std::tuple<int, int, int>, goodput::StepObservation>> seen;
+  int epoch = 0;
+  goodput::BatchChoice choice;  // of the current segment
+};
+
 std::string Secs(SimTime t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%13.6f", ToSeconds(t));
@@ -110,6 +112,9 @@ struct Simulator::Impl {
   std::ostream* log = nullptr;
 
   std::vector<JobState> jobs;
+  const goodput::AppCatalog* apps = nullptr;
+  std::vector<std::unique_ptr<AppJob>> app;  // per job; null: not played from a profile
+  int64_t app_projections = 0;               // app steps on a GPU type the profile lacks
   std::vector<const JobView*> active;  // sorted by index (= address order)
   std::vector<int> running;            // jobs holding GPUs (unordered)
   std::vector<int> free;
@@ -163,6 +168,16 @@ struct Simulator::Impl {
 
   void ScheduleCompletion(JobState& j) {
     double left = j.view.remaining_iterations();
+    if (AppJob* a = app[j.view.index].get()) {
+      // The rate holds until the next epoch; the agent re-chooses there.
+      double boundary = a->profile->ProgressAt(a->epoch + 1);
+      if (boundary < j.view.total_iterations) {
+        double to_boundary = std::max(0.0, boundary - j.view.done_iterations);
+        SimTime t = now + std::max<SimTime>(0, SecondsCeil(to_boundary * j.iteration_time_s));
+        Push(t, EventKind::kEpoch, j.view.index, j.version);
+        return;
+      }
+    }
     SimTime t = now + std::max<SimTime>(0, SecondsCeil(left * j.iteration_time_s));
     Push(t, EventKind::kComplete, j.view.index, j.version);
   }
@@ -197,6 +212,149 @@ struct Simulator::Impl {
     RemoveRunning(j.view.index);
   }
 
+  // --- jobs played from application profiles ------------------------------
+
+  // Replicas per node of an allocation, as the profiles name placements.
+  static std::vector<int> PlacementOf(const Allocation& a) {
+    std::vector<int> p;
+    for (const Placement& part : a.parts) p.push_back(part.gpus);
+    return p;
+  }
+
+  // The profile's step time on `type`. A GPU type the profile lacks borrows
+  // the first profiled type's time, scaled by the two GPUs' dense 16-bit
+  // peaks (counted as a truth fallback).
+  goodput::StepTime AppStep(const AppJob& a, int type, std::span<const int> placement, double atomic) {
+    const std::string& gpu = cluster.types()[type].gpu->name;
+    if (auto st = a.profile->Throughput(gpu, placement, atomic); st.ok()) return *st;
+    ++app_projections;
+    std::vector<std::string> have = a.profile->gpu_types();
+    const std::string& from = have.front();
+    goodput::StepTime st = a.profile->Throughput(from, placement, atomic).value();
+    auto src = FindGpu(from);
+    double ratio = src.ok() ? (*src)->PeakTflops(Precision::kFp16) /
+                                  std::max(1e-9, cluster.types()[type].gpu->PeakTflops(Precision::kFp16))
+                            : 1.0;
+    st.step_s *= ratio;
+    st.sync_s *= ratio;
+    return st;
+  }
+
+  // Records a measured step in the job's own history and refits that
+  // type's model when it is new (Pollux's agent does this every step).
+  void Observe(AppJob& a, int type, int nodes, int replicas, int atomic, const goodput::StepTime& st) {
+    auto& seen = a.seen[type];
+    auto key = std::make_tuple(nodes, replicas, atomic);
+    if (seen.count(key)) return;
+    goodput::StepObservation o;
+    o.nodes = nodes;
+    o.replicas = replicas;
+    o.atomic_bsz = atomic;
+    o.step_time = st.step_s;
+    o.accum_time = std::max(1e-9, st.step_s - st.sync_s);
+    seen.emplace(key, o);
+    std::vector<goodput::StepObservation> obs;
+    obs.reserve(seen.size());
+    for (const auto& [k, v] : seen) obs.push_back(v);
+    auto fit = goodput::FitThroughputParams(obs);
+    if (fit.ok()) a.report.params[type] = fit->params;
+    a.report.max_replicas[type] = std::max(a.report.max_replicas[type], replicas);
+    ++a.report.observations;
+  }
+
+  // The agent's batch on an allocation: fixed when it may not adapt (or has
+  // no model yet: the Pollux artifact then runs max(init, min_local x
+  // replicas)), else the goodput-optimal split from its own model.
+  goodput::BatchChoice ChooseBatch(const AppJob& a, int type, int nodes, int replicas) const {
+    const AgentReport& r = a.report;
+    const goodput::ThroughputParams* params = nullptr;
+    if (r.params[type]) params = &*r.params[type];
+    for (size_t t = 0; params == nullptr && t < r.params.size(); ++t)
+      if (r.params[t]) params = &*r.params[t];
+    goodput::GoodputFunction fn(params ? *params : goodput::ThroughputParams{}, r.grad, r.limits, r.rule);
+    if (r.adaptive && params != nullptr) {
+      goodput::BatchChoice c = fn.Optimize(nodes, replicas, /*accumulation=*/true);
+      if (c.valid) return c;
+    }
+    int batch = r.adaptive ? std::max(r.limits.init_batch, r.limits.min_atomic * replicas) : r.fixed_batch;
+    goodput::BatchChoice c = fn.Fixed(nodes, replicas, batch);
+    // Never more than the largest validated batch.
+    int count = replicas * (c.accum_steps + 1);
+    c.atomic_bsz = std::max(1, std::min(c.atomic_bsz, r.limits.max_batch / std::max(1, count)));
+    c.batch = count * c.atomic_bsz;
+    return c;
+  }
+
+  // Sets the job's truth rate on `alloc` at its current epoch: progress
+  // (initial-batch steps) per second = gain / time per optimizer step.
+  void SetAppRate(JobState& j, AppJob& a, const Allocation& alloc) {
+    std::vector<int> placement = PlacementOf(alloc);
+    int nodes = alloc.nodes(), replicas = alloc.gpus();
+    a.choice = ChooseBatch(a, alloc.type, nodes, replicas);
+    goodput::StepTime st = AppStep(a, alloc.type, placement, a.choice.atomic_bsz);
+    Observe(a, alloc.type, nodes, replicas, a.choice.atomic_bsz, st);
+    double accum_time = std::max(0.0, st.step_s - st.sync_s);
+    double step = st.step_s + accum_time * a.choice.accum_steps;
+    goodput::GradStats g = a.profile->GradStatsAt(a.choice.batch, a.epoch);
+    a.report.grad = g;
+    double gain = goodput::Gain(g, a.report.limits.init_batch, a.choice.batch, a.report.rule);
+    j.iteration_time_s = step / std::max(1e-12, gain);
+    j.samples_per_iter = a.choice.batch / std::max(1e-12, gain);
+    j.tokens_per_iter = 0;
+  }
+
+  // Seconds the job would take alone on its request (for finish-time
+  // fairness): epoch by epoch at its trace batch on `type`.
+  double AppIsolated(AppJob& a, int type, int gpus) {
+    const GpuTypeInfo& info = cluster.types()[type];
+    Allocation alloc;
+    alloc.type = type;
+    int left = gpus;
+    for (int node = 0; left > 0; ++node) {
+      int g = std::min(left, std::max(1, info.max_gpus_per_node));
+      alloc.parts.push_back({node, g});
+      left -= g;
+    }
+    goodput::GoodputFunction fn(goodput::ThroughputParams{}, {}, a.report.limits, a.report.rule);
+    goodput::BatchChoice c = fn.Fixed(alloc.nodes(), gpus, a.report.fixed_batch);
+    goodput::StepTime st = AppStep(a, type, PlacementOf(alloc), c.atomic_bsz);
+    double step = st.step_s + std::max(0.0, st.step_s - st.sync_s) * c.accum_steps;
+    double total = 0;
+    for (int e = 0; e < a.profile->max_epochs(); ++e) {
+      double work = a.profile->ProgressAt(e + 1) - a.profile->ProgressAt(e);
+      double gain = goodput::Gain(a.profile->GradStatsAt(c.batch, e), a.report.limits.init_batch, c.batch,
+                                  a.report.rule);
+      total += work * step / std::max(1e-12, gain);
+    }
+    return total;
+  }
+
+  // Sia's bootstrapping: one GPU of every type the cluster has, at the
+  // smallest, initial and largest per-GPU batch.
+  void ProfileAllTypes(AppJob& a) {
+    for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
+      std::vector<int> one = {1};
+      for (int b : {a.report.limits.min_atomic, std::min(a.report.limits.init_batch, a.report.limits.max_atomic),
+                    a.report.limits.max_atomic}) {
+        Observe(a, t, 1, 1, b, AppStep(a, t, one, b));
+      }
+    }
+  }
+
+  void HandleEpoch(JobState& j) {
+    AppJob& a = *app[j.view.index];
+    Touch(j);
+    double boundary = a.profile->ProgressAt(a.epoch + 1);
+    j.view.done_iterations = std::max(j.view.done_iterations, std::min(boundary, j.view.total_iterations));
+    a.epoch = std::max(a.epoch + 1, a.profile->EpochAt(j.view.done_iterations));
+    SetAppRate(j, a, j.view.alloc);
+    ++j.version;
+    Log("epoch job=" + j.view.spec->id + " epoch=" + std::to_string(a.epoch) + " batch=" +
+        std::to_string(a.choice.batch) + " atomic=" + std::to_string(a.choice.atomic_bsz) +
+        " accum=" + std::to_string(a.choice.accum_steps) + " iter_s=" + FormatIter(j.iteration_time_s));
+    BeginProgress(j);
+  }
+
   // --- arrivals and admission ---------------------------------------------
 
   // Turns the trace's work into iterations and decides whether the job can
@@ -221,6 +379,22 @@ struct Simulator::Impl {
       if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
     }
     std::string why = "no GPU type";
+    if (AppJob* a = app[j.view.index].get()) {
+      for (int t : order) {
+        const GpuTypeInfo& info = cluster.types()[t];
+        if (s.requested_gpus > info.total_gpus) {
+          why = "needs " + std::to_string(s.requested_gpus) + " GPUs; the cluster has " +
+                std::to_string(info.total_gpus) + " " + info.gpu->name;
+          if (!types.empty()) break;
+          continue;
+        }
+        j.view.total_iterations = a->profile->TargetProgress();
+        j.isolated_s = AppIsolated(*a, t, s.requested_gpus);
+        if (traits.profiles_types) ProfileAllTypes(*a);
+        return "";
+      }
+      return why;
+    }
     for (int t : order) {
       int gpus = s.requested_gpus;
       const GpuTypeInfo& info = cluster.types()[t];
@@ -320,6 +494,7 @@ struct Simulator::Impl {
         double ckpt = j.segment_start_iters + kept / j.iteration_time_s;
         j.lost_iterations += j.view.done_iterations - ckpt;
         j.view.done_iterations = std::min(j.view.done_iterations, ckpt);
+        if (AppJob* a = app[idx].get()) a->epoch = a->profile->EpochAt(j.view.done_iterations);
       }
       Release(j);
       j.view.phase = JobPhase::kPending;
@@ -357,7 +532,7 @@ struct Simulator::Impl {
   double StartDelay(const JobState& j, const Allocation& alloc) const {
     const ReconfigCost& rc = config.reconfig;
     double search = traits.searches_plans ? std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus()) : 0;
-    if (!j.view.started()) return search;
+    if (!j.view.started()) return search + rc.start_overhead_s;
     double save = j.needs_save ? CheckpointSeconds(j, j.last_nodes) : 0;
     return save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;
   }
@@ -421,6 +596,22 @@ struct Simulator::Impl {
         free[p.node] -= p.gpus;
       }
       const JobSpec& s = *j.view.spec;
+      if (AppJob* a = app[idx].get()) {
+        bool first = !j.view.started();
+        double delay = StartDelay(j, *alloc);
+        if (!first) ++j.view.restarts;
+        j.view.alloc = *alloc;
+        SetAppRate(j, *a, *alloc);
+        j.needs_save = false;
+        running.push_back(idx);
+        if (first) j.view.first_start = now;
+        Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) +
+            " batch=" + std::to_string(a->choice.batch) + " atomic=" + std::to_string(a->choice.atomic_bsz) +
+            " accum=" + std::to_string(a->choice.accum_steps) + " iter_s=" + FormatIter(j.iteration_time_s) +
+            " delay_s=" + FormatIter(delay));
+        StartOrDelay(j, delay);
+        continue;
+      }
       const JobRate& r = truth.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
       const JobRate* rate = &r;
       if (!r.fits) {
@@ -446,19 +637,23 @@ struct Simulator::Impl {
       Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) +
           " plan=" + rate->plan.ToString() + " iter_s=" + FormatIter(rate->iteration_time_s) +
           " delay_s=" + FormatIter(delay));
-      if (delay > 0) {
-        j.view.phase = JobPhase::kStarting;
-        j.ready_at = now + Seconds(delay);
-        Push(j.ready_at, EventKind::kReady, idx, j.version);
-      } else {
-        BeginProgress(j);
-      }
+      StartOrDelay(j, delay);
     }
     if (d.wake_at != kNever && d.wake_at > now && (next_wake == kNever || d.wake_at < next_wake || next_wake <= now)) {
       next_wake = d.wake_at;
       Push(d.wake_at, EventKind::kWake, -1);
     }
     return Status::Ok();
+  }
+
+  void StartOrDelay(JobState& j, double delay) {
+    if (delay > 0) {
+      j.view.phase = JobPhase::kStarting;
+      j.ready_at = now + Seconds(delay);
+      Push(j.ready_at, EventKind::kReady, j.view.index, j.version);
+    } else {
+      BeginProgress(j);
+    }
   }
 
   static std::string FormatIter(double s) {
@@ -528,11 +723,29 @@ struct Simulator::Impl {
     auto wall_start = std::chrono::steady_clock::now();
     const int n = static_cast<int>(workload.jobs.size());
     jobs.resize(n);
+    app.resize(n);
     for (int i = 0; i < n; ++i) {
       JobState& j = jobs[i];
       j.view.index = i;
       j.view.spec = &workload.jobs[i];
       j.view.attained_gpu_s_by_type.assign(cluster.types().size(), 0.0);
+      const JobSpec& spec = workload.jobs[i];
+      if (apps != nullptr && !spec.app.empty()) {
+        if (const goodput::AppProfile* profile = apps->Find(spec.app)) {
+          auto a = std::make_unique<AppJob>();
+          a->profile = profile;
+          AgentReport& r = a->report;
+          r.limits = profile->limits();
+          r.rule = config.scaling_rule;
+          r.adaptive = traits.adapts_batch && spec.adaptive_batch;
+          r.fixed_batch = std::clamp(spec.global_batch, r.limits.init_batch, r.limits.max_batch);
+          r.params.assign(cluster.types().size(), std::nullopt);
+          r.max_replicas.assign(cluster.types().size(), 0);
+          a->seen.resize(cluster.types().size());
+          j.view.agent = &a->report;
+          app[i] = std::move(a);
+        }
+      }
       auto model = FindModel(workload.jobs[i].model);
       if (model.ok()) {
         bool fp32 = (*model)->default_precision == Precision::kFp32;
@@ -661,6 +874,11 @@ struct Simulator::Impl {
         }
         break;
       }
+      case EventKind::kEpoch: {
+        JobState& j = jobs[e.target];
+        if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kRunning) HandleEpoch(j);
+        break;
+      }
       case EventKind::kNodeFail:
         if (done_jobs < static_cast<int>(jobs.size())) Fail(e.target);
         break;
@@ -714,11 +932,12 @@ struct Simulator::Impl {
     s.policy = std::string(policy.name());
     s.cluster = cluster.name();
     s.trace = workload.name;
-    s.truth = std::string(truth.name());
+    bool any_app = std::any_of(app.begin(), app.end(), [](const auto& a) { return a != nullptr; });
+    s.truth = any_app ? "apps+" + std::string(truth.name()) : std::string(truth.name());
     s.seed = config.seed;
     s.decisions = decisions;
     s.events = processed;
-    s.truth_fallbacks = truth_fallbacks;
+    s.truth_fallbacks = truth_fallbacks + app_projections;
     Summarize(r.jobs, r.timeline, cluster.total_gpus(), end, &s);
     return r;
   }
@@ -732,6 +951,7 @@ Simulator::~Simulator() = default;
 
 Result<SimResult> Simulator::Run() {
   impl_->log = event_log_;
+  impl_->apps = apps_;
   return impl_->Run(progress_, progress_every_);
 }
 

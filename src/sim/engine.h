@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "goodput/app_profile.h"
 #include "hardware/cluster.h"
 #include "policy/policy.h"
 #include "sim/config.h"
@@ -49,6 +50,12 @@ class Simulator {
   // A line per event and decision ("   300.000000 start job=j1 ..."), for
   // golden tests and debugging. Optional; costs time when set.
   void set_event_log(std::ostream* log) { event_log_ = log; }
+  // Plays jobs whose JobSpec::app is in `apps` from its measured profile
+  // (the `apps` truth source): progress is statistical (steps at the
+  // application's initial batch size), the job's agent picks its batch for
+  // goodput when the policy adapts batches, and it measures and fits its
+  // own throughput model as it runs. Other jobs use `truth`. Optional.
+  void set_apps(const goodput::AppCatalog* apps) { apps_ = apps; }
   // Called every `every` events.
   void set_progress(std::function<void(const SimProgress&)> fn, int every = 4096) {
     progress_ = std::move(fn);
@@ -64,6 +71,7 @@ class Simulator {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::ostream* event_log_ = nullptr;
+  const goodput::AppCatalog* apps_ = nullptr;
   std::function<void(const SimProgress&)> progress_;
   int progress_every_ = 4096;
 };

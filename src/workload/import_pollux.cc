@@ -155,6 +155,7 @@ Status ImportPollux(const ImportFile& in, Workload& out) {
     j.min_gpus = 1;
     j.max_gpus = std::max(kPolluxMaxGpus, j.requested_gpus);
     j.adaptive_batch = true;
+    j.app = app;
 
     auto it = profiles.find(app);
     if (it == profiles.end()) {
@@ -169,6 +170,9 @@ Status ImportPollux(const ImportFile& in, Workload& out) {
     if (nearest) ++nearest_jobs;
     ++used[app];
     out.jobs.push_back(std::move(j));
+  }
+  if (!profiles.empty() && out.apps_dir.empty()) {
+    out.apps_dir = fs::path(profiles.begin()->second.dir).parent_path().string();
   }
   for (const auto& [app, n] : used) {
     for (const PolluxApp& a : kPolluxApps) {

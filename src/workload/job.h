@@ -40,6 +40,11 @@ struct JobSpec {
   int min_gpus = 1;
   int max_gpus = 1;
   bool adaptive_batch = false;  // the batch size may change (goodput policies)
+  // A measured application profile this job is (goodput/app_profile.h:
+  // Pollux's and Sia's apps), or "" for none. With the `apps` truth source
+  // the job is played from that profile and its work is statistical
+  // progress, not iterations.
+  std::string app;
 
   // Where the job came from, for error messages and reports ("file:line").
   std::string origin;
@@ -54,6 +59,9 @@ struct Workload {
   // What the importer had to decide (model mapping, skipped rows), for the
   // user to read; never silently dropped.
   std::vector<std::string> notes;
+  // Where the jobs' application profiles live (the directory holding
+  // <app>/), when the importer found one (Pollux/Sia workloads); "" else.
+  std::string apps_dir;
 };
 
 // Sorts `jobs` by submit time, stably, and shifts times so the first

@@ -49,7 +49,8 @@ std::string CsvField(const std::string& s) {
 }  // namespace
 
 Status WriteTraceCsv(const Workload& workload, std::ostream& out) {
-  out << Join(workload_internal::TraceColumns(TraceFormat::kTessel), ",") << "\n";
+  // `app` is optional on input (files written before it existed lack it).
+  out << Join(workload_internal::TraceColumns(TraceFormat::kTessel), ",") << ",app\n";
   for (const JobSpec& j : workload.jobs) {
     if (j.iterations.has_value() == j.duration_s.has_value()) {
       return InvalidArgument("job '" + j.id +
@@ -61,8 +62,8 @@ Status WriteTraceCsv(const Workload& workload, std::ostream& out) {
         << (j.duration_s ? FormatShortest(*j.duration_s) : "") << ',' << j.requested_gpus << ','
         << CsvField(j.requested_gpu_type) << ','
         << (j.deadline ? FormatSeconds(*j.deadline) : "") << ',' << j.priority << ','
-        << j.min_gpus << ',' << j.max_gpus << ',' << (j.adaptive_batch ? "true" : "false")
-        << '\n';
+        << j.min_gpus << ',' << j.max_gpus << ',' << (j.adaptive_batch ? "true" : "false") << ','
+        << CsvField(j.app) << '\n';
   }
   if (!out) return InvalidArgument("writing the trace failed");
   return Status::Ok();
@@ -162,6 +163,7 @@ Status ImportTessel(const ImportFile& in, Workload& out) {
       return InvalidArgument(t.Where(row, "adaptive_batch") + ": expected true or false, got '" +
                              t.Get(row, "adaptive_batch") + "'");
     }
+    j.app = t.Get(row, "app");
     out.jobs.push_back(std::move(j));
   }
   return Status::Ok();

@@ -170,6 +170,7 @@ Result<Workload> LoadTraces(const std::vector<std::string>& paths, TraceFormat f
       out.jobs.push_back(std::move(j));
     }
     for (std::string& n : part.notes) out.notes.push_back(std::move(n));
+    if (out.apps_dir.empty()) out.apps_dir = part.apps_dir;
   }
 
   std::unordered_map<std::string_view, const JobSpec*> seen;

@@ -1,0 +1,131 @@
+#include "policy/goodput_alloc.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "policy/placement.h"
+
+namespace tessel {
+namespace {
+
+struct Step {
+  double ratio;
+  int job;   // index into the jobs vector
+  int curve; // index into the job's types
+  int from;  // point index
+  int to;    // point index
+
+  // Max-heap order: higher ratio first, then lower job, curve, larger step.
+  bool operator<(const Step& o) const {
+    if (ratio != o.ratio) return ratio < o.ratio;
+    if (job != o.job) return job > o.job;
+    if (curve != o.curve) return curve > o.curve;
+    return to < o.to;
+  }
+};
+
+// The best step from point `from` within `room` more GPUs; to = -1 if none gains.
+Step BestStep(const TypeCurve& c, int job, int curve, int from, int room) {
+  Step best{0.0, job, curve, from, -1};
+  const CurvePoint& a = c.points[from];
+  for (int k = from + 1; k < static_cast<int>(c.points.size()); ++k) {
+    const CurvePoint& b = c.points[k];
+    int dg = b.gpus - a.gpus;
+    if (dg > room) break;
+    double r = (b.utility - a.utility) / dg;
+    if (r > 0 && (best.to < 0 || r >= best.ratio)) {
+      best.ratio = r;
+      best.to = k;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
+                                                    const std::vector<int>& capacity) {
+  std::vector<int> free = capacity;
+  std::vector<int> locked(jobs.size(), -1), pos(jobs.size(), 0);
+  std::priority_queue<Step> pq;
+  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) {
+    for (int c = 0; c < static_cast<int>(jobs[j].types.size()); ++c) {
+      const TypeCurve& tc = jobs[j].types[c];
+      Step s = BestStep(tc, j, c, 0, free[tc.type]);
+      if (s.to >= 0) pq.push(s);
+    }
+  }
+  while (!pq.empty()) {
+    Step s = pq.top();
+    pq.pop();
+    if (locked[s.job] >= 0 && locked[s.job] != s.curve) continue;
+    if (pos[s.job] != s.from) continue;  // stale
+    const TypeCurve& tc = jobs[s.job].types[s.curve];
+    Step now = BestStep(tc, s.job, s.curve, s.from, free[tc.type]);
+    if (now.to < 0) continue;
+    if (now.to != s.to || now.ratio < s.ratio) {
+      pq.push(now);  // capacity shrank since: re-queue at its true value
+      continue;
+    }
+    free[tc.type] -= tc.points[s.to].gpus - tc.points[s.from].gpus;
+    locked[s.job] = s.curve;
+    pos[s.job] = s.to;
+    Step next = BestStep(tc, s.job, s.curve, s.to, free[tc.type]);
+    if (next.to >= 0) pq.push(next);
+  }
+  std::vector<GoodputGrant> out;
+  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) {
+    if (locked[j] < 0) continue;
+    const TypeCurve& tc = jobs[j].types[locked[j]];
+    out.push_back({jobs[j].job, tc.type, tc.points[pos[j]].gpus});
+  }
+  return out;
+}
+
+Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants) {
+  FreeMap fm(snap);
+  for (const JobView* j : snap.jobs)
+    if (!j->alloc.empty()) fm.Release(j->alloc);
+  std::vector<const GoodputGrant*> keep, move;
+  for (const GoodputGrant& g : grants) {
+    const JobView& j = *g.job;
+    if (!j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus) {
+      keep.push_back(&g);
+    } else {
+      move.push_back(&g);
+    }
+  }
+  std::vector<std::pair<const JobView*, Allocation>> placed;
+  for (const GoodputGrant* g : keep) {
+    fm.Take(g->job->alloc);
+    placed.push_back({g->job, g->job->alloc});
+  }
+  std::stable_sort(move.begin(), move.end(), [](const GoodputGrant* a, const GoodputGrant* b) {
+    if (a->gpus != b->gpus) return a->gpus > b->gpus;
+    return a->job->index < b->job->index;
+  });
+  for (const GoodputGrant* g : move) {
+    const JobSpec& s = *g->job->spec;
+    bool rigid = g->job->agent == nullptr && s.min_gpus == s.max_gpus;
+    int lo = rigid ? g->gpus : std::max(1, std::min(g->gpus, s.min_gpus));
+    for (int n = g->gpus; n >= lo; --n) {
+      if (auto a = fm.Place(g->type, n)) {
+        placed.push_back({g->job, std::move(*a)});
+        break;
+      }
+    }
+  }
+  std::sort(placed.begin(), placed.end(),
+            [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
+  Decision d;
+  size_t k = 0;
+  for (const JobView* j : snap.jobs) {
+    while (k < placed.size() && placed[k].first->index < j->index) ++k;
+    Allocation next;
+    if (k < placed.size() && placed[k].first == j) next = placed[k].second;
+    if (next != j->alloc) d.assign.push_back({j->index, std::move(next)});
+  }
+  return d;
+}
+
+}  // namespace tessel

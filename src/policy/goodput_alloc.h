@@ -1,0 +1,49 @@
+// The allocation step the goodput policies share: given each job's utility
+// over (GPU type, GPU count), hand out GPUs by marginal utility per GPU, then
+// place the chosen counts on nodes.
+#pragma once
+
+#include <vector>
+
+#include "policy/snapshot.h"
+
+namespace tessel {
+
+struct CurvePoint {
+  int gpus = 0;
+  double utility = 0;
+};
+// A job's utility on one GPU type, ascending GPU counts; points[0] is the
+// utility of no GPUs (gpus = 0). Counts may skip values (invalid sizes).
+struct TypeCurve {
+  int type = 0;
+  std::vector<CurvePoint> points;
+};
+struct JobCurves {
+  const JobView* job = nullptr;
+  std::vector<TypeCurve> types;
+};
+struct GoodputGrant {
+  const JobView* job = nullptr;
+  int type = -1;
+  int gpus = 0;
+};
+
+// Maximises the sum of the jobs' utilities subject to `capacity` GPUs per
+// type, each job on one type: starting from no GPUs, repeatedly takes the
+// step (one job from its current count to a larger one on its type) with
+// the largest utility gain per added GPU that still fits, until no step
+// gains. A job's type is that of its first step. Exact for concave
+// curves of a single type; deterministic (ties: job order, then type
+// order, then the larger step). Jobs that get nothing are omitted.
+std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
+                                                    const std::vector<int>& capacity);
+
+// Turns grants into a Decision: every active job's allocation is released
+// and re-placed; a job granted its current type and count keeps its exact
+// GPUs; the others are placed largest first with FreeMap's consolidation,
+// shrinking (not below the spec's min_gpus; rigid jobs not at all) when
+// fragmentation leaves no room. Jobs without a grant are suspended.
+Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants);
+
+}  // namespace tessel

@@ -1,0 +1,113 @@
+#include "policy/goodput_oracle.h"
+
+#include <algorithm>
+
+#include "policy/placement.h"
+#include "policy/throughput.h"
+
+namespace tessel {
+
+GoodputOracle::GoodputOracle(const Snapshot& snapshot, bool type_aware)
+    : snap_(snapshot), type_aware_(type_aware) {}
+
+int GoodputOracle::HomeType(const JobView& job) const {
+  if (!job.alloc.empty()) return job.alloc.type;
+  if (const AgentReport* r = job.agent) {
+    int best = -1;
+    for (size_t t = 0; t < r->max_replicas.size(); ++t) {
+      if (r->max_replicas[t] > 0 && (best < 0 || r->max_replicas[t] > r->max_replicas[best])) best = static_cast<int>(t);
+    }
+    if (best >= 0) return best;
+  }
+  if (!job.spec->requested_gpu_type.empty()) {
+    int t = snap_.cluster->FindType(job.spec->requested_gpu_type);
+    if (t >= 0) return t;
+  }
+  // The cluster's most numerous type (first on ties).
+  int home = 0;
+  const auto& types = snap_.cluster->types();
+  for (size_t t = 1; t < types.size(); ++t)
+    if (types[t].total_gpus > types[home].total_gpus) home = static_cast<int>(t);
+  return home;
+}
+
+int GoodputOracle::MaxGpus(const JobView& job) const {
+  int cap = std::max(1, job.spec->max_gpus);
+  if (const AgentReport* r = job.agent) {
+    int batch_cap = std::max(1, r->limits.max_batch / std::max(1, r->limits.min_atomic));
+    if (!r->adaptive) batch_cap = std::max(1, r->fixed_batch / std::max(1, r->limits.min_atomic));
+    int measured = 0;
+    for (int m : r->max_replicas) measured = std::max(measured, m);
+    cap = std::min({cap, batch_cap, std::max(1, 2 * measured)});
+  }
+  return cap;
+}
+
+double GoodputOracle::Evaluate(const AgentReport& r, const goodput::ThroughputParams& p, int gpus,
+                               int nodes) const {
+  goodput::GoodputFunction fn(p, r.grad, r.limits, r.rule);
+  if (r.adaptive) {
+    goodput::BatchChoice c = fn.Optimize(nodes, gpus, /*accumulation=*/true);
+    return c.valid ? c.goodput : 0.0;
+  }
+  goodput::BatchChoice c = fn.Fixed(nodes, gpus, r.fixed_batch);
+  if (!c.valid || c.atomic_bsz < r.limits.min_atomic) return 0.0;
+  return fn.Evaluate(nodes, gpus, c.atomic_bsz, c.accum_steps);
+}
+
+double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes) {
+  const int ntypes = static_cast<int>(r.params.size());
+  if (!type_aware_) type = HomeType(job);
+  const goodput::ThroughputParams* own = type < ntypes && r.params[type] ? &*r.params[type] : nullptr;
+  if (!type_aware_ && own == nullptr) {
+    for (int t = 0; t < ntypes && own == nullptr; ++t)
+      if (r.params[t]) own = &*r.params[t];
+  }
+  if (own == nullptr) {
+    // No measurement anywhere yet: Pollux assumes linear scaling.
+    bool any = std::any_of(r.params.begin(), r.params.end(), [](const auto& p) { return p.has_value(); });
+    if (!any) return static_cast<double>(gpus);
+    return 0.0;  // type-aware, never measured on this type: Sia would have profiled it
+  }
+  if (type_aware_ && gpus > 1 && r.max_replicas[type] <= 1) {
+    // Borrow the scaling of the type the job has run widest on.
+    int from = -1;
+    for (int t = 0; t < ntypes; ++t) {
+      if (t != type && r.params[t] && r.max_replicas[t] > 1 && (from < 0 || r.max_replicas[t] > r.max_replicas[from]))
+        from = t;
+    }
+    if (from >= 0) {
+      const GpuTypeInfo& src = snap_.cluster->types()[from];
+      int gpn = std::max(1, src.max_gpus_per_node);
+      int src_nodes = std::max(nodes, (gpus + gpn - 1) / gpn);
+      double base_t = Evaluate(r, *own, 1, 1);
+      double base_u = Evaluate(r, *r.params[from], 1, 1);
+      if (base_u <= 0) return 0.0;
+      return Evaluate(r, *r.params[from], gpus, src_nodes) * base_t / base_u;
+    }
+  }
+  return Evaluate(r, *own, gpus, nodes);
+}
+
+double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes) {
+  if (gpus <= 0) return 0.0;
+  uint64_t key = (static_cast<uint64_t>(job.index) << 32) ^ (static_cast<uint64_t>(type) << 24) ^
+                 (static_cast<uint64_t>(gpus) << 8) ^ static_cast<uint64_t>(nodes);
+  auto it = memo_.find(key);
+  if (it != memo_.end()) return it->second;
+  double g = 0;
+  if (job.agent != nullptr) {
+    g = AgentGoodput(job, *job.agent, type, gpus, nodes);
+  } else {
+    int t = type_aware_ ? type : HomeType(job);
+    const JobRate& rate = snap_.belief->Rate(*job.spec, t, gpus, type_aware_ ? nodes : MinNodes(*snap_.cluster, t, gpus));
+    g = rate.fits ? rate.samples_per_s : 0.0;
+    // Pollux's view cannot tell types apart, but a job must still fit
+    // where it is put.
+    if (!type_aware_ && g > 0 && t != type && !snap_.belief->Rate(*job.spec, type, gpus, nodes).fits) g = 0;
+  }
+  memo_.emplace(key, g);
+  return g;
+}
+
+}  // namespace tessel

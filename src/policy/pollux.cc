@@ -1,0 +1,122 @@
+#include "policy/pollux.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <queue>
+
+#include "policy/goodput_alloc.h"
+#include "policy/goodput_oracle.h"
+#include "policy/placement.h"
+
+namespace tessel {
+namespace {
+
+class PolluxPolicy : public Policy {
+ public:
+  PolluxPolicy(double p, double restart_penalty_s, int max_gpus, PlanMode mode)
+      : p_(p), restart_penalty_s_(restart_penalty_s), max_gpus_(max_gpus) {
+    traits_.uses_rounds = true;
+    traits_.plan_mode = mode;
+    traits_.adapts_batch = true;
+  }
+  std::string_view name() const override { return "pollux"; }
+  PolicyTraits traits() const override { return traits_; }
+
+  Decision Decide(const Snapshot& snap) override {
+    GoodputOracle oracle(snap, /*type_aware=*/false);
+    const Cluster& cluster = *snap.cluster;
+    const int ntypes = static_cast<int>(cluster.types().size());
+
+    // Capacity: every GPU on an up node (Pollux re-allocates everything).
+    std::vector<int> capacity(ntypes, 0);
+    for (const ClusterNode& n : cluster.nodes())
+      if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+    int total = 0;
+    for (int c : capacity) total += c;
+    const int njobs = static_cast<int>(snap.jobs.size());
+    if (njobs == 0 || total == 0) return {};
+    int fair = std::max(1, (total + njobs - 1) / njobs);
+
+    std::vector<JobCurves> curves;
+    curves.reserve(njobs);
+    for (const JobView* job : snap.jobs) {
+      JobCurves jc;
+      jc.job = job;
+      int home = oracle.HomeType(*job);
+      int cap = std::min(oracle.MaxGpus(*job), max_gpus_);
+      int lo = std::max(1, job->spec->min_gpus);
+      bool rigid = job->agent == nullptr && job->spec->min_gpus == job->spec->max_gpus;
+      if (rigid) lo = cap = std::max(1, job->spec->requested_gpus);
+      // Fair-share goodput: the speedup's denominator.
+      int fair_gpus = std::clamp(fair, lo, std::max(lo, cap));
+      double base = oracle.Goodput(*job, home, fair_gpus, 1);
+      for (int g = lo; base <= 0 && g <= cap; ++g) base = oracle.Goodput(*job, home, g, MinNodes(cluster, home, g));
+      if (base <= 0) continue;  // cannot run anywhere: left out
+      double age = ToSeconds(snap.now - job->spec->submit);
+      double factor = std::max(0.0, age - job->restarts * restart_penalty_s_) / (age + restart_penalty_s_);
+      for (int t = 0; t < ntypes; ++t) {
+        if (!job->spec->requested_gpu_type.empty() && cluster.TypeName(t) != job->spec->requested_gpu_type &&
+            cluster.FindType(job->spec->requested_gpu_type) >= 0)
+          continue;
+        TypeCurve tc;
+        tc.type = t;
+        tc.points.push_back({0, Utility(0)});
+        for (int g = lo; g <= std::min(cap, capacity[t]); ++g) {
+          double gp = oracle.Goodput(*job, t, g, MinNodes(cluster, t, g));
+          if (gp <= 0) continue;
+          double s = gp / base;
+          bool same = !job->alloc.empty() && job->alloc.type == t && job->alloc.gpus() == g;
+          if (!same) s *= factor;
+          tc.points.push_back({g, Utility(s)});
+        }
+        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+      }
+      if (!jc.types.empty()) curves.push_back(std::move(jc));
+    }
+    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves, capacity);
+    return PlaceGrants(snap, grants);
+  }
+
+ private:
+  // Each job's term of the power mean, to maximise (monotone in s).
+  double Utility(double s) const {
+    constexpr double kEps = 1e-3;  // as Pollux: keeps s = 0 finite
+    if (p_ == 0) return std::log(s + kEps);
+    double v = std::pow(s + kEps, p_);
+    return p_ < 0 ? -v : v;
+  }
+
+  double p_;
+  double restart_penalty_s_;
+  int max_gpus_;
+  PolicyTraits traits_;
+};
+
+}  // namespace
+
+void RegisterPolluxPolicy(PolicyRegistry& registry) {
+  Status s = registry.Register(
+      {"pollux",
+       "Pollux (Qiao et al., OSDI 2021): each round, re-allocate for the power mean of goodput speedups "
+       "(fairness p), with a re-allocation penalty; jobs' agents tune batch size for goodput",
+       {"p=<exponent> (default -1; more negative = fairer)", "restart_penalty=<seconds> (default 30)",
+        "max_gpus=<per job> (default 64)"},
+       [](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
+         auto p = o.GetDouble("p", -1.0);
+         if (!p.ok()) return p.status();
+         auto penalty = o.GetDouble("restart_penalty", 30.0);
+         if (!penalty.ok()) return penalty.status();
+         auto max_gpus = o.GetDouble("max_gpus", 64);
+         if (!max_gpus.ok()) return max_gpus.status();
+         if (*p >= 1 || *penalty < 0 || *max_gpus < 1) {
+           return InvalidArgument("pollux: expected p < 1, restart_penalty >= 0, max_gpus >= 1");
+         }
+         return std::unique_ptr<Policy>(
+             new PolluxPolicy(*p, *penalty, static_cast<int>(*max_gpus), ctx.baseline_plan_mode));
+       }});
+  assert(s.ok());
+  (void)s;
+}
+
+}  // namespace tessel

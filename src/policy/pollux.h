@@ -1,0 +1,41 @@
+// Pollux (Qiao et al., OSDI'21): co-adaptive scheduling for goodput.
+//
+// Every round the whole cluster is re-allocated to maximise the power mean
+// (exponent p, -1 by default) of the jobs' goodput speedups, where a job's
+// speedup is its goodput on an allocation over its goodput on a fair share
+// (ceil(GPUs / jobs) GPUs), and a speedup on an allocation other than the
+// job's current one is scaled by the re-allocation factor
+//   r_j = max(age_j - restarts_j * delta, 0) / (age_j + delta)
+// (delta = restart_penalty, 30 s). Each job's agent then picks its batch
+// size and accumulation for goodput on what it got (goodput/goodput.h).
+//
+// Search. Pollux searched allocations with a genetic algorithm (NSGA-II,
+// 100 generations of 100). Here the objective is separable per job with one
+// resource per GPU type, so we solve it as a multiple-choice knapsack: each
+// job's utility over GPU counts is reduced to its upper concave hull, and
+// GPUs go, a hull step at a time, to the step with the largest utility gain
+// per GPU (a lazy priority queue; a job keeps the type of its first step).
+// On concave curves this greedy is optimal for the relaxation; on the small
+// instances of pollux_test.cc it matches exhaustive search. It takes
+// milliseconds where the GA took seconds. Placement then packs the counts
+// onto nodes (policy/placement.h), keeping unchanged allocations in place.
+//
+// Deviations from the paper/artifact:
+//  - heterogeneity-unaware, as Pollux is: a job's model from its home type
+//    stands for every type (GoodputOracle with type_aware = false);
+//  - no "one distributed job per node" rule (the engine models no
+//    interference between jobs);
+//  - jobs without an agent are timed by the belief with efficiency 1.
+//
+// Options: p (power-mean exponent, default -1), restart_penalty (seconds,
+// default 30), max_gpus (per job, default 64).
+#pragma once
+
+#include "policy/policy.h"
+
+namespace tessel {
+
+class PolicyRegistry;
+void RegisterPolluxPolicy(PolicyRegistry& registry);
+
+}  // namespace tessel

@@ -1,0 +1,185 @@
+#include "policy/sia.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "policy/goodput_alloc.h"
+#include "policy/goodput_oracle.h"
+#include "policy/lp.h"
+#include "policy/placement.h"
+
+namespace tessel {
+namespace {
+
+struct Config {
+  int type;
+  int nodes;
+  int gpus;
+};
+
+// Sia's configuration set of one type: 1, 2, 4, ... GPUs on a node, then
+// 2, 3, ... whole nodes.
+std::vector<Config> TypeConfigs(const GpuTypeInfo& info, int type, int max_gpus) {
+  std::vector<Config> out;
+  int gpn = std::max(1, info.max_gpus_per_node);
+  for (int g = 1; g <= gpn && g <= max_gpus; g *= 2) out.push_back({type, 1, g});
+  if (out.empty() || out.back().gpus != gpn) {
+    if (gpn <= max_gpus) out.push_back({type, 1, gpn});
+  }
+  for (int n = 2; n <= static_cast<int>(info.nodes.size()) && n * gpn <= max_gpus; ++n) out.push_back({type, n, n * gpn});
+  return out;
+}
+
+// Bound on one round's branch-and-cut (GLPK counts wall time; see lp.h).
+constexpr int kMipTimeLimitMs = 20000;
+
+}  // namespace
+
+Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRoundStats* stats) {
+  const Cluster& cluster = *snap.cluster;
+  const int ntypes = static_cast<int>(cluster.types().size());
+  GoodputOracle oracle(snap, /*type_aware=*/true);
+
+  std::vector<int> capacity(ntypes, 0);
+  for (const ClusterNode& n : cluster.nodes())
+    if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+
+  struct Var {
+    int job;  // index into snap.jobs
+    Config config;
+  };
+  std::vector<Var> vars;
+  std::vector<double> value;  // normalised goodput x restart factor
+  LinearProgram lp(LinearProgram::kMinimize);
+  std::vector<std::vector<LpTerm>> per_type(ntypes);
+  int jobs_in = 0;
+  for (int j = 0; j < static_cast<int>(snap.jobs.size()); ++j) {
+    const JobView& job = *snap.jobs[j];
+    const JobSpec& s = *job.spec;
+    int cap = std::min(oracle.MaxGpus(job), params.max_gpus);
+    bool rigid = job.agent == nullptr && s.min_gpus == s.max_gpus;
+    int lo = rigid ? s.requested_gpus : std::max(1, s.min_gpus);
+    if (rigid) cap = s.requested_gpus;
+    int want_type = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
+    std::vector<Config> configs;
+    std::vector<double> goodputs;
+    for (int t = 0; t < ntypes; ++t) {
+      if (want_type >= 0 && t != want_type) continue;
+      std::vector<Config> cs = TypeConfigs(cluster.types()[t], t, cap);
+      if (rigid && std::none_of(cs.begin(), cs.end(), [&](const Config& c) { return c.gpus == lo; }) &&
+          lo <= cluster.types()[t].total_gpus) {
+        cs.push_back({t, MinNodes(cluster, t, lo), lo});
+      }
+      for (const Config& c : cs) {
+        if (c.gpus < lo || c.gpus > cap || c.gpus > capacity[t]) continue;
+        double g = oracle.Goodput(job, t, c.gpus, c.nodes);
+        if (g <= 0) continue;
+        configs.push_back(c);
+        goodputs.push_back(g);
+      }
+    }
+    if (configs.empty()) continue;
+    ++jobs_in;
+    double min_g = *std::min_element(goodputs.begin(), goodputs.end());
+    double age = ToSeconds(snap.now - s.submit);
+    double factor = std::max(0.0, age - job.restarts * params.restart_penalty_s) / (age + params.restart_penalty_s);
+    std::vector<LpTerm> one;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const Config& c = configs[k];
+      bool current = !job.alloc.empty() && job.alloc.type == c.type && job.alloc.gpus() == c.gpus;
+      double v = goodputs[k] / min_g * (current ? 1.0 : factor);
+      // x * v^p for p < 0 (a zero value is never worth taking: clip as Sia does).
+      double a = v > 0 ? std::min(std::pow(v, params.p), 200.0) : 200.0;
+      double coef = a - params.lambda_n + params.lambda_a * (current ? -1.0 : 1.0);
+      int x = lp.AddVariable(0, 1, coef);
+      lp.SetInteger(x);
+      vars.push_back({j, c});
+      value.push_back(v);
+      one.push_back({x, 1.0});
+      per_type[c.type].push_back({x, static_cast<double>(c.gpus)});
+    }
+    lp.AddConstraint(one, -kLpInfinity, 1.0);
+  }
+  if (stats) {
+    stats->variables = static_cast<int>(vars.size());
+    stats->jobs = jobs_in;
+  }
+  std::vector<GoodputGrant> grants;
+  if (!vars.empty()) {
+    for (int t = 0; t < ntypes; ++t) {
+      if (!per_type[t].empty()) lp.AddConstraint(per_type[t], -kLpInfinity, capacity[t]);
+    }
+    lp.SetMipTimeLimitMs(kMipTimeLimitMs);
+    Status st = lp.Solve();
+    if (!st.ok()) return Status(st.code(), "sia: " + st.message());
+    if (stats) stats->hit_time_limit = lp.mip_hit_limit();
+    for (size_t k = 0; k < vars.size(); ++k) {
+      if (lp.value(static_cast<int>(k)) > 0.5) {
+        grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus});
+      }
+    }
+  }
+  return PlaceGrants(snap, grants);
+}
+
+namespace {
+
+class SiaPolicy : public Policy {
+ public:
+  SiaPolicy(SiaParams params, PlanMode mode) : params_(params) {
+    traits_.uses_rounds = true;
+    traits_.plan_mode = mode;
+    traits_.adapts_batch = true;
+    traits_.profiles_types = true;
+  }
+  std::string_view name() const override { return "sia"; }
+  PolicyTraits traits() const override { return traits_; }
+  Decision Decide(const Snapshot& snap) override {
+    auto d = SiaDecide(snap, params_);
+    // A solver failure keeps every allocation as it is this round.
+    return d.ok() ? std::move(*d) : Decision{};
+  }
+
+ private:
+  SiaParams params_;
+  PolicyTraits traits_;
+};
+
+}  // namespace
+
+void RegisterSiaPolicy(PolicyRegistry& registry) {
+  Status s = registry.Register(
+      {"sia",
+       "Sia (Jayaram Subramanya et al., SOSP 2023): each round, an integer program over (job x GPU type x "
+       "configuration) goodputs with fairness p, restart and no-allocation penalties (GLPK)",
+       {"p=<exponent> (default -0.5)", "lambda_n=<no-allocation penalty> (default 1.1)",
+        "lambda_a=<allocation-change penalty> (default 0.01)", "restart_penalty=<seconds> (default 30)",
+        "max_gpus=<per job> (default 64)"},
+       [](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
+         SiaParams p;
+         auto get = [&](const char* key, double& out) -> Status {
+           auto v = o.GetDouble(key, out);
+           if (!v.ok()) return v.status();
+           out = *v;
+           return Status::Ok();
+         };
+         double max_gpus = p.max_gpus;
+         for (auto [key, out] : {std::pair<const char*, double*>{"p", &p.p}, {"lambda_n", &p.lambda_n},
+                                 {"lambda_a", &p.lambda_a}, {"restart_penalty", &p.restart_penalty_s},
+                                 {"max_gpus", &max_gpus}}) {
+           Status st = get(key, *out);
+           if (!st.ok()) return st;
+         }
+         if (!(p.p < 0) || p.lambda_n < 0 || p.lambda_a < 0 || p.restart_penalty_s < 0 || max_gpus < 1) {
+           return InvalidArgument(
+               "sia: expected p < 0 (the minimising form), lambda_n, lambda_a, restart_penalty >= 0, max_gpus >= 1");
+         }
+         p.max_gpus = static_cast<int>(max_gpus);
+         return std::unique_ptr<Policy>(new SiaPolicy(p, ctx.baseline_plan_mode));
+       }});
+  assert(s.ok());
+  (void)s;
+}
+
+}  // namespace tessel
