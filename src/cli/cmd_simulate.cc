@@ -1,12 +1,16 @@
 // `tessel simulate` (one policy) and `tessel compare` (several, side by
 // side) on a cluster and a trace.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "cli/sim_flags.h"
 #include "core/strings.h"
+#include "core/table.h"
 #include "sim/report.h"
 
 namespace tessel {
@@ -38,14 +42,107 @@ int FinishOutputs(CommandIo io, const SimFlags& flags,
 
 const char* kSimFooter =
     "\nTime: integer microseconds; jobs progress at the --truth rate of their allocation and plan,\n"
-    "policies decide on the analytical estimator. Restarts cost checkpoint save + load (model size /\n"
+    "policies decide on the analytical estimator. Jobs of Pollux/Sia workloads are played from their\n"
+    "application profiles: progress is statistical, batch sizes adapt under pollux and sia.\n"
+    "Restarts cost checkpoint save + load (model size /\n"
     "--storage-gbs per node) + --restart-overhead (+ plan search for adaptive policies).\n"
     "Unfinished jobs (at --horizon) are reported, never averaged into JCTs. Examples:\n"
     "  tessel simulate --policy fcfs\n"
     "  tessel simulate --cluster arena-1280 --trace $TESSEL_DATA/itp --policy fcfs:backfill=easy --out out/\n"
     "  tessel simulate --cluster arena-1280 --trace $TESSEL_DATA/arena/traces/simulate_trace_philly.csv \\\n"
     "      --policy gavel --truth arena-db --json\n"
+    "  tessel simulate --cluster pollux-64 --trace $TESSEL_DATA/pollux/workloads/workload-1.csv --policy pollux\n"
+    "  tessel compare --cluster sia-64 --trace $TESSEL_DATA/sia/workloads/philly --each \\\n"
+    "      --policies sia,pollux,gavel,tiresias\n"
     "Policy options: name:key=value:key=value (see `tessel policies`).";
+
+// The trace files of --trace arguments: files as given, directories'
+// *.csv files in natural order (workload-2 before workload-10).
+std::vector<std::string> EachTraceFile(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    std::error_code ec;
+    if (!fs::is_directory(a, ec)) {
+      out.push_back(a);
+      continue;
+    }
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(a, ec))
+      if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end(), [](const std::string& x, const std::string& y) {
+      return x.size() != y.size() ? x.size() < y.size() : x < y;
+    });
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return out;
+}
+
+// `compare --each`: every trace file on its own; a table of average JCT
+// per file and policy, the mean over files, and how each policy's mean
+// compares with the best other policy's.
+int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::string>& specs) {
+  std::vector<std::string> files = EachTraceFile(flags.traces);
+  if (files.empty()) {
+    io.err << "error: --each needs --trace files or directories of them\n";
+    return 2;
+  }
+  std::vector<std::string> header = {"trace"};
+  for (const std::string& p : specs) header.push_back(p + " avg JCT s");
+  TextTable table(header);
+  std::vector<double> sum(specs.size(), 0.0);
+  std::vector<int> unfinished(specs.size(), 0);
+  std::string cluster_name;
+  for (const std::string& file : files) {
+    SimFlags per = flags;
+    per.traces = {file};
+    per.out.clear();
+    per.event_log.clear();
+    auto setup = ResolveSim(per);
+    if (!setup.ok()) {
+      io.err << "error: " << setup.status().message() << "\n";
+      return ExitCode(setup.status());
+    }
+    cluster_name = setup->cluster.name();
+    std::vector<std::string> row = {std::filesystem::path(file).filename().string()};
+    for (size_t i = 0; i < specs.size(); ++i) {
+      auto result = RunPolicy(*setup, per, specs[i], io.err);
+      if (!result.ok()) {
+        io.err << "error: " << file << ": " << specs[i] << ": " << result.status().message() << "\n";
+        return ExitCode(result.status());
+      }
+      const Summary& s = result->summary;
+      unfinished[i] += s.jobs_total - s.jobs_finished;
+      sum[i] += s.avg_jct_s;
+      row.push_back(FormatDouble(s.avg_jct_s, 5));
+    }
+    table.AddRow(row);
+  }
+  std::vector<std::string> mean_row = {"mean"};
+  std::vector<double> mean(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    mean[i] = sum[i] / files.size();
+    mean_row.push_back(FormatDouble(mean[i], 5));
+  }
+  table.AddRow(mean_row);
+  std::vector<std::string> vs_row = {"vs best other"};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    double best = 0;
+    for (size_t k = 0; k < specs.size(); ++k)
+      if (k != i && (best == 0 || mean[k] < best)) best = mean[k];
+    vs_row.push_back(best > 0 ? FormatDouble(100.0 * (mean[i] / best - 1.0), 3) + "%" : "-");
+  }
+  table.AddRow(vs_row);
+  io.out << "cluster " << cluster_name << ", " << files.size() << " traces, each simulated on its own\n"
+         << table.Render();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (unfinished[i] > 0) {
+      io.out << "note: " << specs[i] << " left " << unfinished[i]
+             << " jobs unfinished or rejected (not in its averages)\n";
+    }
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -82,10 +179,20 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
   auto flags = std::make_shared<SimFlags>();
   auto policies = std::make_shared<std::string>("fcfs,srtf,tiresias,gandiva,gavel,gavel-throughput,elasticflow");
   flags->Add(app);
+  auto each = std::make_shared<bool>(false);
   app.add_option("--policies", *policies,
                  "Comma-separated policy specs (default: every baseline)");
+  app.add_flag("--each", *each,
+               "Simulate each trace file of --trace (directories: their *.csv) on its own and print average JCT "
+               "per file and policy, the mean over files and each policy's mean against the best other's");
   app.footer(kSimFooter);
-  return [io, flags, policies] {
+  return [io, flags, policies, each] {
+    if (*each) {
+      std::vector<std::string> specs;
+      for (const std::string& raw : Split(*policies, ','))
+        if (!Trim(raw).empty()) specs.push_back(Trim(raw));
+      return CompareEach(io, *flags, specs);
+    }
     auto setup = ResolveSim(*flags);
     if (!setup.ok()) {
       io.err << "error: " << setup.status().message() << "\n";

@@ -53,6 +53,8 @@ AppSettings DefaultAppSettings(std::string_view app) {
     s.max_epochs = 100;
   } else if (app == "ncf") {
     s.max_epochs = 10;
+    s.fixed_batch = 32768;
+    s.max_replicas = 1;
   } else if (app == "imagenet") {
     s.max_epochs = 90;
   } else if (app == "deepspeech2") {
@@ -417,6 +419,8 @@ Result<AppProfile> AppProfile::Load(const std::string& dir, const AppSettings& s
   app.max_batch_ = app.validation_.back().batch;
   app.max_epochs_ = static_cast<int>(min_rows);
   if (settings.max_epochs) app.max_epochs_ = std::min(app.max_epochs_, *settings.max_epochs);
+  if (settings.fixed_batch) app.fixed_batch_ = std::clamp(*settings.fixed_batch, app.init_batch_, app.max_batch_);
+  if (settings.max_replicas) app.max_replicas_ = std::max(1, *settings.max_replicas);
   app.epoch_progress_.assign(static_cast<size_t>(app.max_epochs_) + 1, 0.0);
   for (int e = 1; e <= app.max_epochs_; ++e) {
     double p = INFINITY;

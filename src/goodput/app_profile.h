@@ -36,10 +36,14 @@ namespace tessel::goodput {
 // six Pollux applications are the Pollux artifact's (simulator/
 // applications.py): max_epochs bert 2, cifar10 100, ncf 10, imagenet 90,
 // deepspeech2 80, yolov3 50 (and yolov3's max local batch 8); gpt_pmp 10
-// (our choice: Sia's artifact does not state it).
+// (our choice: Sia's artifact does not state it). The artifact also pins
+// ncf under Pollux to batch 32768 on one GPU (its jobs last seconds, so a
+// restart costs more than scaling gains): fixed_batch and max_replicas.
 struct AppSettings {
   std::optional<int> max_epochs;
   std::optional<int> max_local_bsz;
+  std::optional<int> fixed_batch;   // the batch never adapts, even under goodput policies
+  std::optional<int> max_replicas;  // goodput policies never give it more GPUs
 };
 AppSettings DefaultAppSettings(std::string_view app);
 
@@ -61,6 +65,8 @@ class AppProfile {
   int min_local_bsz() const { return min_local_bsz_; }  // smallest profiled local batch
   int max_local_bsz() const { return max_local_bsz_; }  // largest (or the setting)
   int max_epochs() const { return max_epochs_; }
+  const std::optional<int>& fixed_batch() const { return fixed_batch_; }
+  const std::optional<int>& max_replicas() const { return max_replicas_; }
   BatchLimits limits() const;
 
   // Catalog GPU names with a throughput table, sorted.
@@ -95,6 +101,7 @@ class AppProfile {
   struct Table;  // one GPU type's placements + scalability
   std::string name_;
   int init_batch_ = 1, max_batch_ = 1, min_local_bsz_ = 1, max_local_bsz_ = 1, max_epochs_ = 1;
+  std::optional<int> fixed_batch_, max_replicas_;
   std::map<std::string, std::shared_ptr<const Table>, std::less<>> tables_;  // by GPU
   struct Validation {
     int batch = 0;

@@ -4,6 +4,7 @@
 #include "policy/gandiva.h"
 #include "policy/gavel.h"
 #include "policy/policy.h"
+#include "policy/optimus.h"
 #include "policy/pollux.h"
 #include "policy/sia.h"
 #include "policy/srtf.h"
@@ -22,6 +23,7 @@ const PolicyRegistry& PolicyRegistry::Builtin() {
     RegisterGavelPolicies(r);
     RegisterPolluxPolicy(r);
     RegisterSiaPolicy(r);
+    RegisterOptimusPolicy(r);
     return r;
   }();
   return registry;

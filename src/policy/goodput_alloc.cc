@@ -60,6 +60,17 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>
     pq.pop();
     if (locked[s.job] >= 0 && locked[s.job] != s.curve) continue;
     if (pos[s.job] != s.from) continue;  // stale
+    if (locked[s.job] < 0) {
+      // A job's first step: among its types that gain as much, the one
+      // with the most free GPUs (spreads jobs a type-blind utility cannot
+      // tell apart).
+      for (int c = 0; c < static_cast<int>(jobs[s.job].types.size()); ++c) {
+        const TypeCurve& other = jobs[s.job].types[c];
+        if (c == s.curve || free[other.type] <= free[jobs[s.job].types[s.curve].type]) continue;
+        Step alt = BestStep(other, s.job, c, 0, free[other.type]);
+        if (alt.to >= 0 && alt.ratio >= s.ratio) s = alt;
+      }
+    }
     const TypeCurve& tc = jobs[s.job].types[s.curve];
     Step now = BestStep(tc, s.job, s.curve, s.from, free[tc.type]);
     if (now.to < 0) continue;

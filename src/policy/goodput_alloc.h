@@ -33,9 +33,10 @@ struct GoodputGrant {
 // type, each job on one type: starting from no GPUs, repeatedly takes the
 // step (one job from its current count to a larger one on its type) with
 // the largest utility gain per added GPU that still fits, until no step
-// gains. A job's type is that of its first step. Exact for concave
-// curves of a single type; deterministic (ties: job order, then type
-// order, then the larger step). Jobs that get nothing are omitted.
+// gains. A job's type is that of its first step (among equal gains, the
+// type with the most free GPUs). Exact for concave curves of a single
+// type; deterministic (ties: job order, then type order, then the larger
+// step). Jobs that get nothing are omitted.
 std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
                                                     const std::vector<int>& capacity);
 

@@ -39,6 +39,7 @@ int GoodputOracle::MaxGpus(const JobView& job) const {
     int measured = 0;
     for (int m : r->max_replicas) measured = std::max(measured, m);
     cap = std::min({cap, batch_cap, std::max(1, 2 * measured)});
+    if (r->max_gpus > 0) cap = std::min(cap, r->max_gpus);
   }
   return cap;
 }

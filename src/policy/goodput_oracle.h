@@ -34,7 +34,7 @@ class GoodputOracle {
   // batch limit (max_batch / min_atomic), and for agent jobs the Pollux
   // artifact's exploration cap: at most twice the most replicas it has
   // measured (at least 1; across types when type-aware, like Sia's shared
-  // max_replicas).
+  // max_replicas), and the application's own cap (AgentReport::max_gpus).
   int MaxGpus(const JobView& job) const;
 
   // The type Pollux's view times a job on.

@@ -24,6 +24,8 @@ class PolluxPolicy : public Policy {
   PolicyTraits traits() const override { return traits_; }
 
   Decision Decide(const Snapshot& snap) override {
+    // Pollux re-allocates once per round; events wait for it.
+    if (!snap.at_round) return {};
     GoodputOracle oracle(snap, /*type_aware=*/false);
     const Cluster& cluster = *snap.cluster;
     const int ntypes = static_cast<int>(cluster.types().size());

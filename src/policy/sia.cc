@@ -88,7 +88,9 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     for (size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
       bool current = !job.alloc.empty() && job.alloc.type == c.type && job.alloc.gpus() == c.gpus;
-      double v = goodputs[k] / min_g * (current ? 1.0 : factor);
+      // Only a job that holds GPUs pays for changing them (as Sia's
+      // artifact: jobs without a previous allocation are not rescaled).
+      double v = goodputs[k] / min_g * (current || job.alloc.empty() ? 1.0 : factor);
       // x * v^p for p < 0 (a zero value is never worth taking: clip as Sia does).
       double a = v > 0 ? std::min(std::pow(v, params.p), 200.0) : 200.0;
       double coef = a - params.lambda_n + params.lambda_a * (current ? -1.0 : 1.0);
@@ -136,6 +138,8 @@ class SiaPolicy : public Policy {
   std::string_view name() const override { return "sia"; }
   PolicyTraits traits() const override { return traits_; }
   Decision Decide(const Snapshot& snap) override {
+    // Sia solves once per round; events wait for it.
+    if (!snap.at_round) return {};
     auto d = SiaDecide(snap, params_);
     // A solver failure keeps every allocation as it is this round.
     return d.ok() ? std::move(*d) : Decision{};

@@ -59,6 +59,7 @@ struct AgentReport {
   goodput::ScalingRule rule = goodput::ScalingRule::kAdaScale;
   bool adaptive = false;  // the agent may change the batch (under this policy)
   int fixed_batch = 1;    // the batch when !adaptive
+  int max_gpus = 0;       // the application's own cap (0 = none)
   // Per Cluster type: the step-time model fitted to the steps the job has
   // run (or been profiled) on that type, nullopt before any; and the most
   // replicas it has run with there (0 = none; 1 = single-GPU profile only).
@@ -97,6 +98,10 @@ struct Snapshot {
   // asking it questions never changes an answer.
   ThroughputModel* belief = nullptr;
   SimTime round_length = 0;
+  // Whether this decision is a scheduling round (policies that re-plan only
+  // at rounds, like pollux and sia, ignore the others) or an event
+  // (arrival, completion, failure, wake-up).
+  bool at_round = true;
 };
 
 // What a policy wants changed. Jobs not named keep their allocation.

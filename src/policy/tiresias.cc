@@ -17,10 +17,15 @@ constexpr double kSlack = 1e-3;
 
 class TiresiasPolicy : public BaselinePolicy {
  public:
-  TiresiasPolicy(std::vector<double> thresholds, double starvation, PlanMode mode)
-      : BaselinePolicy("tiresias", true, mode), thresholds_(std::move(thresholds)), starvation_(starvation) {}
+  TiresiasPolicy(std::vector<double> thresholds, double starvation, bool rounds_only, PlanMode mode)
+      : BaselinePolicy("tiresias", true, mode),
+        thresholds_(std::move(thresholds)),
+        starvation_(starvation),
+        rounds_only_(rounds_only) {}
 
   Decision Decide(const Snapshot& snap) override {
+    // As the Pollux artifact's Tiresias: decide only every round.
+    if (rounds_only_ && !snap.at_round) return {};
     Decision d;
     struct Ranked {
       int queue;
@@ -112,6 +117,7 @@ class TiresiasPolicy : public BaselinePolicy {
 
   std::vector<double> thresholds_;  // ascending GPU-seconds, K - 1 of them
   double starvation_;
+  bool rounds_only_;
 };
 
 Result<std::vector<double>> ParseThresholds(const std::string& text, int queues) {
@@ -145,7 +151,9 @@ void RegisterTiresiasPolicy(PolicyRegistry& registry) {
        "Tiresias' discretized 2D-LAS: GPU-time priority queues, preemptive (Gu et al., NSDI'19)",
        {"queues=K priority queues (default 2)",
         "threshold=GPU-seconds leaving each queue, one or K-1 comma-separated (default 3250)",
-        "starvation=STARVELIMIT: promote after waiting this many times the run time (default 0 = off)"},
+        "starvation=STARVELIMIT: promote after waiting this many times the run time (default 0 = off)",
+        "rounds_only=true|false: decide only at rounds, not on arrivals and completions (default false; the "
+        "Pollux artifact's Tiresias)"},
        [](const PolicyOptions& opts, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
          auto queues = opts.GetDouble("queues", 2);
          if (!queues.ok()) return queues.status();
@@ -163,7 +171,10 @@ void RegisterTiresiasPolicy(PolicyRegistry& registry) {
          auto starvation = opts.GetDouble("starvation", 0);
          if (!starvation.ok()) return starvation.status();
          if (*starvation < 0) return InvalidArgument("tiresias: starvation must be >= 0");
-         return std::unique_ptr<Policy>(new TiresiasPolicy(std::move(thresholds), *starvation, ctx.baseline_plan_mode));
+         auto rounds_only = opts.GetBool("rounds_only", false);
+         if (!rounds_only.ok()) return rounds_only.status();
+         return std::unique_ptr<Policy>(
+             new TiresiasPolicy(std::move(thresholds), *starvation, *rounds_only, ctx.baseline_plan_mode));
        }});
   assert(s.ok());
   (void)s;

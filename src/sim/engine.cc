@@ -131,6 +131,7 @@ struct Simulator::Impl {
   std::vector<TimelinePoint> timeline;
   int64_t decisions = 0, processed = 0;
   bool decision_needed = false;
+  bool last_decision_at_round = true;
 
   Impl(const Cluster& c, const Workload& w, Policy& p, ThroughputModel& b, ThroughputModel& t, SimConfig cfg)
       : cluster(c), workload(w), policy(p), belief(b), truth(t), config(std::move(cfg)), traits(p.traits()) {}
@@ -662,7 +663,7 @@ struct Simulator::Impl {
     return buf;
   }
 
-  Status Decide() {
+  Status Decide(bool at_round) {
     // Running jobs' progress and service must be current in the snapshot.
     for (int idx : running) Touch(jobs[idx]);
     Snapshot snap;
@@ -673,6 +674,7 @@ struct Simulator::Impl {
     snap.jobs = active;
     snap.belief = &belief;
     snap.round_length = config.round;
+    snap.at_round = at_round;
     Decision d = policy.Decide(snap);
     ++decisions;
     return Apply(d);
@@ -737,8 +739,11 @@ struct Simulator::Impl {
           AgentReport& r = a->report;
           r.limits = profile->limits();
           r.rule = config.scaling_rule;
-          r.adaptive = traits.adapts_batch && spec.adaptive_batch;
+          r.adaptive = traits.adapts_batch && spec.adaptive_batch && !profile->fixed_batch();
           r.fixed_batch = std::clamp(spec.global_batch, r.limits.init_batch, r.limits.max_batch);
+          // The artifact's pinned apps (ncf) keep its batch under goodput policies.
+          if (traits.adapts_batch && profile->fixed_batch()) r.fixed_batch = *profile->fixed_batch();
+          if (traits.adapts_batch && profile->max_replicas()) r.max_gpus = *profile->max_replicas();
           r.params.assign(cluster.types().size(), std::nullopt);
           r.max_replicas.assign(cluster.types().size(), 0);
           a->seen.resize(cluster.types().size());
@@ -817,7 +822,8 @@ struct Simulator::Impl {
       }
       if (decision_needed && !active.empty()) {
         decision_needed = false;
-        Status s = Decide();
+        last_decision_at_round = round;
+        Status s = Decide(round);
         if (!s.ok()) return s;
       }
       decision_needed = false;
@@ -852,6 +858,8 @@ struct Simulator::Impl {
   bool Stalled() const {
     if (next_arrival < workload.jobs.size() || !running.empty()) return false;
     if (active.empty()) return false;
+    // A round-based policy may wait for its next round to act.
+    if (traits.uses_rounds && !last_decision_at_round) return false;
     // Waiting jobs and an idle cluster: only a round or wake-up could help,
     // and those already had their chance at this state; failures/repairs do
     // not add capacity beyond what is up.

@@ -1,0 +1,91 @@
+#include "policy/optimus.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "policy/goodput_alloc.h"
+#include "policy/goodput_oracle.h"
+#include "policy/placement.h"
+
+namespace tessel {
+namespace {
+
+class OptimusPolicy : public Policy {
+ public:
+  OptimusPolicy(int max_gpus, PlanMode mode) : max_gpus_(max_gpus) {
+    traits_.uses_rounds = true;
+    traits_.plan_mode = mode;
+  }
+  std::string_view name() const override { return "optimus"; }
+  PolicyTraits traits() const override { return traits_; }
+
+  Decision Decide(const Snapshot& snap) override {
+    if (!snap.at_round) return {};
+    GoodputOracle oracle(snap, /*type_aware=*/false);
+    const Cluster& cluster = *snap.cluster;
+    const int ntypes = static_cast<int>(cluster.types().size());
+    std::vector<int> capacity(ntypes, 0);
+    for (const ClusterNode& n : cluster.nodes())
+      if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+    std::vector<JobCurves> curves;
+    for (const JobView* job : snap.jobs) {
+      const JobSpec& s = *job->spec;
+      bool rigid = job->agent == nullptr && s.min_gpus == s.max_gpus;
+      int lo = rigid ? s.requested_gpus : std::max(1, s.min_gpus);
+      int cap = rigid ? s.requested_gpus : std::min(max_gpus_, std::max(1, s.max_gpus));
+      if (const AgentReport* r = job->agent) {
+        cap = std::min(cap, std::max(1, r->fixed_batch / std::max(1, r->limits.min_atomic)));
+        if (r->max_gpus > 0) cap = std::min(cap, r->max_gpus);
+      }
+      // Work left in samples at the job's batch: progress units are steps
+      // at the initial batch (agent jobs) or iterations at the spec's batch.
+      double per_unit = job->agent ? job->agent->limits.init_batch : s.global_batch;
+      double work = std::max(0.0, job->remaining_iterations()) * per_unit;
+      JobCurves jc;
+      jc.job = job;
+      for (int t = 0; t < ntypes; ++t) {
+        if (!s.requested_gpu_type.empty() && cluster.FindType(s.requested_gpu_type) >= 0 &&
+            cluster.TypeName(t) != s.requested_gpu_type)
+          continue;
+        TypeCurve tc;
+        tc.type = t;
+        // No GPUs: the remaining time is unbounded; a large finite stand-in
+        // keeps the first GPU the most valuable step.
+        double none = 1e12;
+        tc.points.push_back({0, -none});
+        for (int g = lo; g <= std::min(cap, capacity[t]); ++g) {
+          double gp = oracle.Goodput(*job, t, g, MinNodes(cluster, t, g));
+          if (gp <= 0) continue;
+          tc.points.push_back({g, -std::min(none, work / gp)});
+        }
+        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+      }
+      if (!jc.types.empty()) curves.push_back(std::move(jc));
+    }
+    return PlaceGrants(snap, AllocateByMarginalUtility(curves, capacity));
+  }
+
+ private:
+  int max_gpus_;
+  PolicyTraits traits_;
+};
+
+}  // namespace
+
+void RegisterOptimusPolicy(PolicyRegistry& registry) {
+  Status s = registry.Register(
+      {"optimus",
+       "Optimus+Oracle (Peng et al., EuroSys 2018, as in Pollux's evaluation): each round, GPUs to the jobs whose "
+       "remaining time falls most per GPU, fixed batch sizes",
+       {"max_gpus=<per job> (default 64)"},
+       [](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
+         auto max_gpus = o.GetDouble("max_gpus", 64);
+         if (!max_gpus.ok()) return max_gpus.status();
+         if (*max_gpus < 1) return InvalidArgument("optimus: expected max_gpus >= 1");
+         return std::unique_ptr<Policy>(new OptimusPolicy(static_cast<int>(*max_gpus), ctx.baseline_plan_mode));
+       }});
+  assert(s.ok());
+  (void)s;
+}
+
+}  // namespace tessel
