@@ -280,38 +280,67 @@ TEST(GoodputAllocTest, StopsWhereUtilityPeaksAndOmitsJobsThatNeverGain) {
   EXPECT_EQ(grants[0].gpus, 2);
 }
 
-// Non-concave curves (convex, sigmoidal, random increments; some counts
-// skipped; one or two types): capacity always holds, and the total stays
-// within a measured tolerance of the exhaustive optimum. Measured over
-// these 400 instances (seed 4242): worst greedy/optimum ratio 0.827 (see
-// the report printed by the test), mean 0.99+. Utilities here are >= the
-// no-GPU utility, so the ratio is taken on utility above it.
-TEST(GoodputAllocTest, NonConcaveRespectsCapacityAndStaysNearExhaustive) {
-  Rng rng(4242);
-  double worst = 1.0, sum_ratio = 0;
+// Greedy vs exhaustive where the greedy is a heuristic: non-concave curves
+// (convex, sigmoidal, random increments; some counts skipped), and curves
+// over two types (a job keeps the type of its first step). Capacity always
+// holds and the greedy never beats the optimum; its shortfall is bounded by
+// what was measured on these seeded instances (ratio of utility above the
+// no-GPU utility, greedy / optimum; 300 instances each, 2-4 jobs):
+//   non-concave, one type (capacity 8):         worst 0.832, mean 0.996, 276 exact
+//   non-concave, two types (capacity 2-8 each): worst 0.452, mean 0.975, 239 exact
+//   concave, two types (capacity 2-8 each):     worst 0.689, mean 0.989, 230 exact
+// The bounds asserted are those, rounded down (the instances are seeded
+// and generated without std:: distributions, so they are reproducible).
+struct GapStats {
   int n = 0, exact = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  double worst = 1.0, sum = 0;
+};
+
+GapStats MeasureGap(uint64_t seed, int trials, bool concave, bool two_types) {
+  Rng rng(seed);
+  GapStats s;
+  for (int trial = 0; trial < trials; ++trial) {
     const int njobs = rng.Int(2, 4);
-    std::vector<int> capacity = trial % 2 == 0 ? std::vector<int>{8} : std::vector<int>{rng.Int(2, 8), rng.Int(2, 8)};
-    Instance in = MakeInstance(rng, njobs, capacity, /*concave=*/false, /*skip=*/trial % 3 == 0);
+    std::vector<int> capacity = two_types ? std::vector<int>{rng.Int(2, 8), rng.Int(2, 8)} : std::vector<int>{8};
+    Instance in = MakeInstance(rng, njobs, capacity, concave, /*skip=*/!concave && trial % 3 == 0);
     std::vector<GoodputGrant> grants = AllocateByMarginalUtility(in.jobs, in.capacity);
     double got = CheckGrants(in, grants);
     double best = Exhaustive(in);
+    EXPECT_LE(got, best + 1e-9 * std::max(1.0, std::abs(best))) << "trial " << trial;
     double floor = 0;  // the utility of giving nothing to anyone
     for (const JobCurves& jc : in.jobs) floor += jc.types.front().points.front().utility;
-    ASSERT_LE(got, best + 1e-9 * std::max(1.0, std::abs(best))) << "trial " << trial;
     if (best - floor <= 1e-12) continue;
     double ratio = (got - floor) / (best - floor);
-    worst = std::min(worst, ratio);
-    sum_ratio += ratio;
-    ++n;
-    if (ratio > 1 - 1e-9) ++exact;
+    s.worst = std::min(s.worst, ratio);
+    s.sum += ratio;
+    ++s.n;
+    if (ratio > 1 - 1e-9) ++s.exact;
   }
-  ASSERT_GT(n, 0);
-  std::printf("[ measured ] non-concave: %d instances, %d exact, worst ratio %.4f, mean %.4f\n", n, exact, worst,
-              sum_ratio / n);
-  EXPECT_GE(worst, 0.75);
-  EXPECT_GE(sum_ratio / n, 0.97);
+  std::printf("[ measured ] %s, %s: %d instances, %d exact, worst ratio %.4f, mean %.4f\n",
+              concave ? "concave" : "non-concave", two_types ? "two types" : "one type", s.n, s.exact, s.worst,
+              s.n ? s.sum / s.n : 0.0);
+  return s;
+}
+
+TEST(GoodputAllocTest, NonConcaveOneTypeStaysNearExhaustive) {
+  GapStats s = MeasureGap(4242, 300, /*concave=*/false, /*two_types=*/false);
+  ASSERT_GT(s.n, 250);
+  EXPECT_GE(s.worst, 0.8);
+  EXPECT_GE(s.sum / s.n, 0.98);
+}
+
+TEST(GoodputAllocTest, NonConcaveTwoTypesStaysNearExhaustive) {
+  GapStats s = MeasureGap(4243, 300, /*concave=*/false, /*two_types=*/true);
+  ASSERT_GT(s.n, 250);
+  EXPECT_GE(s.worst, 0.4);
+  EXPECT_GE(s.sum / s.n, 0.95);
+}
+
+TEST(GoodputAllocTest, ConcaveTwoTypesStaysNearExhaustive) {
+  GapStats s = MeasureGap(4244, 300, /*concave=*/true, /*two_types=*/true);
+  ASSERT_GT(s.n, 250);
+  EXPECT_GE(s.worst, 0.65);
+  EXPECT_GE(s.sum / s.n, 0.97);
 }
 
 // The greedy is not exact on non-concave curves: the textbook knapsack
@@ -438,7 +467,9 @@ TEST(GoodputAllocTest, PlaceGrantsShrinksToMinGpusOrDrops) {
     std::vector<Allocation> after = After(snap, d);
     EXPECT_EQ(after[a.index].gpus(), 6);
     EXPECT_EQ(after[b.index].gpus(), k.expect_b);
-    if (k.expect_b > 0) EXPECT_EQ(after[b.index].type, t4);
+    if (k.expect_b > 0) {
+      EXPECT_EQ(after[b.index].type, t4);
+    }
     ExpectNoDoubleBooking(snap, after);
   }
 }
@@ -518,7 +549,9 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
       EXPECT_EQ(a.type, g->type) << "job " << j;
       EXPECT_LE(a.gpus(), g->gpus) << "job " << j;
       EXPECT_GE(a.gpus(), std::min(g->gpus, v.spec->min_gpus)) << "job " << j;
-      if (v.spec->min_gpus == v.spec->max_gpus) EXPECT_EQ(a.gpus(), g->gpus) << "rigid job " << j;
+      if (v.spec->min_gpus == v.spec->max_gpus) {
+        EXPECT_EQ(a.gpus(), g->gpus) << "rigid job " << j;
+      }
       if (!v.alloc.empty() && v.alloc.type == g->type && v.alloc.gpus() == g->gpus) {
         EXPECT_EQ(a, v.alloc) << "job " << j << " keeps its exact GPUs";
         EXPECT_EQ(Assigned(d, j), nullptr) << "job " << j << " keeps its GPUs: not named";

@@ -39,6 +39,7 @@ LinearProgram::LinearProgram(LinearProgram&& other) noexcept
       iterations_(other.iterations_),
       has_integers_(other.has_integers_),
       mip_time_limit_ms_(other.mip_time_limit_ms_),
+      mip_gap_(other.mip_gap_),
       mip_hit_limit_(other.mip_hit_limit_) {}
 
 LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
@@ -51,6 +52,7 @@ LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
     iterations_ = other.iterations_;
     has_integers_ = other.has_integers_;
     mip_time_limit_ms_ = other.mip_time_limit_ms_;
+    mip_gap_ = other.mip_gap_;
     mip_hit_limit_ = other.mip_hit_limit_;
   }
   return *this;
@@ -134,10 +136,11 @@ Status LinearProgram::Solve() {
     iparm.msg_lev = GLP_MSG_OFF;
     iparm.presolve = GLP_OFF;  // the relaxation above is already optimal
     if (mip_time_limit_ms_ > 0) iparm.tm_lim = mip_time_limit_ms_;
+    iparm.mip_gap = mip_gap_;
     mip_hit_limit_ = false;
     int irc = glp_intopt(lp_, &iparm);
     if (irc == GLP_ETMLIM) mip_hit_limit_ = true;
-    else if (irc != 0) return Internal("MIP solver failed (GLPK glp_intopt code " + std::to_string(irc) + ")");
+    else if (irc != 0 && irc != GLP_EMIPGAP) return Internal("MIP solver failed (GLPK glp_intopt code " + std::to_string(irc) + ")");
     switch (glp_mip_status(lp_)) {
       case GLP_OPT:
       case GLP_FEAS:

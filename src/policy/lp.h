@@ -68,6 +68,9 @@ class LinearProgram {
   // so a run that hits it is not reproducible; callers that need
   // determinism give a generous limit and treat hitting it as an anomaly.
   void SetMipTimeLimitMs(int ms) { mip_time_limit_ms_ = ms; }
+  // Stop once the best integer solution is within this relative gap of the
+  // relaxation's bound (0 = prove optimality). Deterministic.
+  void SetMipGap(double gap) { mip_gap_ = gap; }
   bool mip_hit_limit() const { return mip_hit_limit_; }
 
   // Solves. OK: an optimal solution is available. InvalidArgument when the
@@ -92,6 +95,7 @@ class LinearProgram {
   int iterations_ = 0;
   bool has_integers_ = false;
   int mip_time_limit_ms_ = 0;
+  double mip_gap_ = 0;
   bool mip_hit_limit_ = false;
 };
 

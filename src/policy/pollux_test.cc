@@ -274,7 +274,9 @@ TEST(PolluxPolicyTest, ExplorationCapLimitsGrowth) {
     const int cap = std::min(64, std::max(1, 2 * measured));
     EXPECT_LE(after[0].gpus(), cap);
     EXPECT_EQ(after[0].gpus(), cap);
-    if (measured <= 2) EXPECT_LE(after[0].gpus(), 4);
+    if (measured <= 2) {
+      EXPECT_LE(after[0].gpus(), 4);
+    }
   }
 }
 

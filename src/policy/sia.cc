@@ -33,6 +33,11 @@ std::vector<Config> TypeConfigs(const GpuTypeInfo& info, int type, int max_gpus)
 
 // Bound on one round's branch-and-cut (GLPK counts wall time; see lp.h).
 constexpr int kMipTimeLimitMs = 20000;
+// Relative optimality gap at which branch-and-cut stops.
+constexpr double kMipGap = 1e-3;
+// Up to this many variables the program is solved exactly (branch-and-cut);
+// beyond, its LP relaxation is solved and the few fractional jobs rounded.
+constexpr int kExactMaxVariables = 4000;
 
 }  // namespace
 
@@ -50,7 +55,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     Config config;
   };
   std::vector<Var> vars;
-  std::vector<double> value;  // normalised goodput x restart factor
+  std::vector<double> lp_costs;  // objective coefficient of each variable
   LinearProgram lp(LinearProgram::kMinimize);
   std::vector<std::vector<LpTerm>> per_type(ntypes);
   int jobs_in = 0;
@@ -62,7 +67,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     int lo = rigid ? s.requested_gpus : std::max(1, s.min_gpus);
     if (rigid) cap = s.requested_gpus;
     int want_type = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
-    std::vector<Config> configs;
+    std::vector<Config> configs;  // ascending GPUs within each type
     std::vector<double> goodputs;
     for (int t = 0; t < ntypes; ++t) {
       if (want_type >= 0 && t != want_type) continue;
@@ -84,7 +89,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     double min_g = *std::min_element(goodputs.begin(), goodputs.end());
     double age = ToSeconds(snap.now - s.submit);
     double factor = std::max(0.0, age - job.restarts * params.restart_penalty_s) / (age + params.restart_penalty_s);
-    std::vector<LpTerm> one;
+    std::vector<double> coefs(configs.size());
     for (size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
       bool current = !job.alloc.empty() && job.alloc.type == c.type && job.alloc.gpus() == c.gpus;
@@ -93,11 +98,21 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
       double v = goodputs[k] / min_g * (current || job.alloc.empty() ? 1.0 : factor);
       // x * v^p for p < 0 (a zero value is never worth taking: clip as Sia does).
       double a = v > 0 ? std::min(std::pow(v, params.p), 200.0) : 200.0;
-      double coef = a - params.lambda_n + params.lambda_a * (current ? -1.0 : 1.0);
-      int x = lp.AddVariable(0, 1, coef);
-      lp.SetInteger(x);
+      coefs[k] = a - params.lambda_n + params.lambda_a * (current ? -1.0 : 1.0);
+    }
+    std::vector<LpTerm> one;
+    for (size_t k = 0; k < configs.size(); ++k) {
+      const Config& c = configs[k];
+      // A configuration that costs no less than a smaller one of the same
+      // type can never be in an optimal solution (the smaller one frees
+      // GPUs at no loss): leave it out. Configurations ascend by size.
+      bool dominated = false;
+      for (size_t m = 0; m < k && !dominated; ++m)
+        dominated = configs[m].type == c.type && configs[m].gpus <= c.gpus && coefs[m] <= coefs[k];
+      if (dominated) continue;
+      int x = lp.AddVariable(0, 1, coefs[k]);
       vars.push_back({j, c});
-      value.push_back(v);
+      lp_costs.push_back(coefs[k]);
       one.push_back({x, 1.0});
       per_type[c.type].push_back({x, static_cast<double>(c.gpus)});
     }
@@ -112,14 +127,46 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     for (int t = 0; t < ntypes; ++t) {
       if (!per_type[t].empty()) lp.AddConstraint(per_type[t], -kLpInfinity, capacity[t]);
     }
-    lp.SetMipTimeLimitMs(kMipTimeLimitMs);
+    const bool exact = static_cast<int>(vars.size()) <= kExactMaxVariables;
+    if (exact) {
+      for (size_t k = 0; k < vars.size(); ++k) lp.SetInteger(static_cast<int>(k));
+      lp.SetMipTimeLimitMs(kMipTimeLimitMs);
+      lp.SetMipGap(kMipGap);
+    }
     Status st = lp.Solve();
     if (!st.ok()) return Status(st.code(), "sia: " + st.message());
     if (stats) stats->hit_time_limit = lp.mip_hit_limit();
+    std::vector<double> x = lp.values();
+    // Jobs the relaxation left fractional (none when exact; with the LP
+    // alone, a basic solution has few: one row per GPU type binds them).
+    std::vector<uint8_t> fractional(snap.jobs.size(), 0);
+    for (size_t k = 0; k < vars.size(); ++k)
+      if (x[k] > 1e-6 && x[k] < 1 - 1e-6) fractional[vars[k].job] = 1;
+    std::vector<int> left = capacity;
     for (size_t k = 0; k < vars.size(); ++k) {
-      if (lp.value(static_cast<int>(k)) > 0.5) {
-        grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus});
+      if (fractional[vars[k].job] || x[k] <= 0.5) continue;
+      grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus});
+      left[vars[k].config.type] -= vars[k].config.gpus;
+    }
+    // Round: each fractional job, in job order, takes its cheapest
+    // configuration that still fits (if it beats no allocation).
+    for (size_t k = 0; k < vars.size();) {
+      size_t end = k;
+      while (end < vars.size() && vars[end].job == vars[k].job) ++end;
+      if (fractional[vars[k].job]) {
+        int best = -1;
+        for (size_t m = k; m < end; ++m) {
+          const Config& c = vars[m].config;
+          double cost = lp_costs[m];
+          if (c.gpus <= left[c.type] && cost < 0 && (best < 0 || cost < lp_costs[best])) best = static_cast<int>(m);
+        }
+        if (best >= 0) {
+          grants.push_back({snap.jobs[vars[best].job], vars[best].config.type, vars[best].config.gpus});
+          left[vars[best].config.type] -= vars[best].config.gpus;
+        }
+        if (stats) ++stats->rounded_jobs;
       }
+      k = end;
     }
   }
   return PlaceGrants(snap, grants);
