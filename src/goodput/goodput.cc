@@ -515,6 +515,23 @@ Result<FitResult> FitThroughputParams(std::span<const StepObservation> obs) {
     if (!pinned[j]) free_vars.push_back(j);
 
   MinimizeResult best = Minimize(pb, u, free_vars);
+  // A second start from the data (compute time split evenly between the
+  // constant and the per-sample term): the fixed start can fall onto a
+  // bound it cannot leave, e.g. beta_c from a single observation. The
+  // better of the two wins; deterministic either way.
+  double bsz_sum = 0;
+  for (double b : pb.bsz) bsz_sum += b;
+  const double mean_accum = accum_sum / static_cast<double>(n);
+  Vec v = u;
+  if (!pinned[0]) v[0] = std::log(std::max(kLowerBound, mean_accum / 2));
+  if (!pinned[1]) v[1] = std::log(std::max(kLowerBound, mean_accum / 2 / (bsz_sum / static_cast<double>(n))));
+  MinimizeResult second = Minimize(pb, v, free_vars);
+  if (second.f < best.f) {
+    second.iterations += best.iterations;
+    best = second;
+  } else {
+    best.iterations += second.iterations;
+  }
 
   FitResult out;
   out.params = ToParams(best.u);

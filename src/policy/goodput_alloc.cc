@@ -93,39 +93,73 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>
   return out;
 }
 
-Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants) {
+namespace {
+
+struct Packing {
+  std::vector<std::pair<const JobView*, Allocation>> placed;
+  int gpus = 0;
+  bool all_full = true;  // every grant placed at its full size
+};
+
+// One packing. keep_first: jobs granted their current type and count take
+// their exact GPUs before anything else is placed; otherwise every grant is
+// placed largest first and a kept job keeps its GPUs only if still free.
+Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first) {
   FreeMap fm(snap);
   for (const JobView* j : snap.jobs)
     if (!j->alloc.empty()) fm.Release(j->alloc);
-  std::vector<const GoodputGrant*> keep, move;
-  for (const GoodputGrant& g : grants) {
+  auto unchanged = [](const GoodputGrant& g) {
     const JobView& j = *g.job;
-    if (!j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus) {
-      keep.push_back(&g);
+    return !j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus;
+  };
+  Packing out;
+  std::vector<const GoodputGrant*> order;
+  for (const GoodputGrant& g : grants) {
+    if (keep_first && unchanged(g)) {
+      fm.Take(g.job->alloc);
+      out.placed.push_back({g.job, g.job->alloc});
+      out.gpus += g.gpus;
     } else {
-      move.push_back(&g);
+      order.push_back(&g);
     }
   }
-  std::vector<std::pair<const JobView*, Allocation>> placed;
-  for (const GoodputGrant* g : keep) {
-    fm.Take(g->job->alloc);
-    placed.push_back({g->job, g->job->alloc});
-  }
-  std::stable_sort(move.begin(), move.end(), [](const GoodputGrant* a, const GoodputGrant* b) {
+  std::stable_sort(order.begin(), order.end(), [](const GoodputGrant* a, const GoodputGrant* b) {
     if (a->gpus != b->gpus) return a->gpus > b->gpus;
     return a->job->index < b->job->index;
   });
-  for (const GoodputGrant* g : move) {
+  for (const GoodputGrant* g : order) {
+    if (!keep_first && unchanged(*g) && fm.IsFree(g->job->alloc)) {
+      fm.Take(g->job->alloc);
+      out.placed.push_back({g->job, g->job->alloc});
+      out.gpus += g->gpus;
+      continue;
+    }
     const JobSpec& s = *g->job->spec;
     bool rigid = g->job->agent == nullptr && s.min_gpus == s.max_gpus;
     int lo = rigid ? g->gpus : std::max(1, std::min(g->gpus, s.min_gpus));
-    for (int n = g->gpus; n >= lo; --n) {
-      if (auto a = fm.Place(g->type, n)) {
-        placed.push_back({g->job, std::move(*a)});
-        break;
+    bool done = false;
+    for (int n = g->gpus; n >= lo && !done; --n) {
+      if (auto a = fm.Place(g->type, n, g->max_nodes)) {
+        out.placed.push_back({g->job, std::move(*a)});
+        out.gpus += n;
+        done = true;
+        if (n < g->gpus) out.all_full = false;
       }
     }
+    if (!done) out.all_full = false;
   }
+  return out;
+}
+
+}  // namespace
+
+Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants) {
+  Packing best = Pack(snap, grants, /*keep_first=*/true);
+  if (!best.all_full) {
+    Packing other = Pack(snap, grants, /*keep_first=*/false);
+    if (other.gpus > best.gpus) best = std::move(other);
+  }
+  std::vector<std::pair<const JobView*, Allocation>>& placed = best.placed;
   std::sort(placed.begin(), placed.end(),
             [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
   Decision d;

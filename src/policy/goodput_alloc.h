@@ -27,6 +27,7 @@ struct GoodputGrant {
   const JobView* job = nullptr;
   int type = -1;
   int gpus = 0;
+  int max_nodes = 0;  // the most nodes it may span (0 = any): what it was priced at
 };
 
 // Maximises the sum of the jobs' utilities subject to `capacity` GPUs per
@@ -42,9 +43,12 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>
 
 // Turns grants into a Decision: every active job's allocation is released
 // and re-placed; a job granted its current type and count keeps its exact
-// GPUs; the others are placed largest first with FreeMap's consolidation,
-// shrinking (not below the spec's min_gpus; rigid jobs not at all) when
-// fragmentation leaves no room. Jobs without a grant are suspended.
+// GPUs; the others are placed largest first with FreeMap's consolidation
+// within their max_nodes, shrinking (not below the spec's min_gpus; rigid
+// jobs not at all) when fragmentation leaves no room. When that leaves a
+// grant short, a second packing places every grant largest first (kept
+// jobs stay where they are if their GPUs are still free, else move) and
+// wins if it places more GPUs. Jobs without a grant are suspended.
 Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants);
 
 }  // namespace tessel

@@ -92,10 +92,14 @@ double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int
 
 double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes) {
   if (gpus <= 0) return 0.0;
-  uint64_t key = (static_cast<uint64_t>(job.index) << 32) ^ (static_cast<uint64_t>(type) << 24) ^
-                 (static_cast<uint64_t>(gpus) << 8) ^ static_cast<uint64_t>(nodes);
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
+  // Key: job (32 bits), type (8), GPUs (12), nodes (12); larger questions skip the memo.
+  const bool memo = type < 256 && gpus < 4096 && nodes < 4096;
+  uint64_t key = (static_cast<uint64_t>(job.index) << 32) | (static_cast<uint64_t>(type) << 24) |
+                 (static_cast<uint64_t>(gpus) << 12) | static_cast<uint64_t>(nodes);
+  if (memo) {
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+  }
   double g = 0;
   if (job.agent != nullptr) {
     g = AgentGoodput(job, *job.agent, type, gpus, nodes);
@@ -107,7 +111,7 @@ double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes)
     // where it is put.
     if (!type_aware_ && g > 0 && t != type && !snap_.belief->Rate(*job.spec, type, gpus, nodes).fits) g = 0;
   }
-  memo_.emplace(key, g);
+  if (memo) memo_.emplace(key, g);
   return g;
 }
 

@@ -1,6 +1,7 @@
 #include "policy/optimus.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cassert>
 
 #include "policy/goodput_alloc.h"
@@ -81,6 +82,9 @@ void RegisterOptimusPolicy(PolicyRegistry& registry) {
        [](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
          auto max_gpus = o.GetDouble("max_gpus", 64);
          if (!max_gpus.ok()) return max_gpus.status();
+         if (*max_gpus != std::floor(*max_gpus) || *max_gpus > 1e6) {
+           return InvalidArgument("optimus: max_gpus must be a whole number of GPUs, got " + o.GetString("max_gpus", ""));
+         }
          if (*max_gpus < 1) return InvalidArgument("optimus: expected max_gpus >= 1");
          return std::unique_ptr<Policy>(new OptimusPolicy(static_cast<int>(*max_gpus), ctx.baseline_plan_mode));
        }});

@@ -50,11 +50,14 @@ class PolluxPolicy : public Policy {
       int lo = std::max(1, job->spec->min_gpus);
       bool rigid = job->agent == nullptr && job->spec->min_gpus == job->spec->max_gpus;
       if (rigid) lo = cap = std::max(1, job->spec->requested_gpus);
-      // Fair-share goodput: the speedup's denominator.
+      // Fair-share goodput: the speedup's denominator. As the artifact,
+      // priced on one node (its fair_nodes = ceil(nodes / GPUs) = 1).
       int fair_gpus = std::clamp(fair, lo, std::max(lo, cap));
       double base = oracle.Goodput(*job, home, fair_gpus, 1);
       for (int g = lo; base <= 0 && g <= cap; ++g) base = oracle.Goodput(*job, home, g, MinNodes(cluster, home, g));
       if (base <= 0) continue;  // cannot run anywhere: left out
+      // Pollux penalises every change, a first allocation too: a job of age
+      // 0 (arriving on a round) waits one round, as in the artifact.
       double age = ToSeconds(snap.now - job->spec->submit);
       double factor = std::max(0.0, age - job->restarts * restart_penalty_s_) / (age + restart_penalty_s_);
       for (int t = 0; t < ntypes; ++t) {
@@ -111,6 +114,9 @@ void RegisterPolluxPolicy(PolicyRegistry& registry) {
          if (!penalty.ok()) return penalty.status();
          auto max_gpus = o.GetDouble("max_gpus", 64);
          if (!max_gpus.ok()) return max_gpus.status();
+         if (*max_gpus != std::floor(*max_gpus) || *max_gpus > 1e6) {
+           return InvalidArgument("pollux: max_gpus must be a whole number of GPUs, got " + o.GetString("max_gpus", ""));
+         }
          if (*p >= 1 || *penalty < 0 || *max_gpus < 1) {
            return InvalidArgument("pollux: expected p < 1, restart_penalty >= 0, max_gpus >= 1");
          }

@@ -328,20 +328,22 @@ TEST(PolluxPolicyTest, JobsWithoutAgentAreScheduled) {
   for (size_t j = 2; j < after.size(); ++j) EXPECT_GE(after[j].gpus(), 1) << "job " << j;
 }
 
-// A job at age 0 (the decision at its arrival) has re-allocation factor 0
-// for every allocation, so Pollux gives it nothing until it is older.
-TEST(PolluxPolicyTest, ArrivingJobWaitsForItsFirstRound) {
+// Pollux re-allocates at rounds only: a decision on an event (arrival,
+// completion) changes nothing.
+TEST(PolluxPolicyTest, IgnoresDecisionsBetweenRounds) {
   PolicyFixture f("pollux-64");
   Agents agents;
   const int nt = static_cast<int>(f.cluster().types().size());
-  JobView& j = f.AddJob(MakeJob("j").Elastic(1, 64).Submit(Seconds(100)));
+  JobView& j = f.AddJob(MakeJob("j").Elastic(1, 64));
   j.agent = agents.Add(nt, GoodScaling(), Noisy(), 4);
   auto policy = MakePolicy("pollux");
   ASSERT_NE(policy, nullptr);
-  Snapshot at_arrival = f.Snap(Seconds(100));
-  EXPECT_TRUE(After(at_arrival, policy->Decide(at_arrival))[0].empty());
-  Snapshot later = f.Snap(Seconds(160));
-  EXPECT_EQ(After(later, policy->Decide(later))[0].gpus(), 8);
+  Snapshot snap = f.Snap(Seconds(600));
+  snap.at_round = false;
+  Decision d = policy->Decide(snap);
+  EXPECT_TRUE(d.assign.empty());
+  snap.at_round = true;
+  EXPECT_FALSE(policy->Decide(snap).assign.empty());
 }
 
 TEST(PolluxPolicyTest, RejectsBadOptions) {

@@ -145,7 +145,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     std::vector<int> left = capacity;
     for (size_t k = 0; k < vars.size(); ++k) {
       if (fractional[vars[k].job] || x[k] <= 0.5) continue;
-      grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus});
+      grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus, vars[k].config.nodes});
       left[vars[k].config.type] -= vars[k].config.gpus;
     }
     // Round: each fractional job, in job order, takes its cheapest
@@ -161,7 +161,8 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
           if (c.gpus <= left[c.type] && cost < 0 && (best < 0 || cost < lp_costs[best])) best = static_cast<int>(m);
         }
         if (best >= 0) {
-          grants.push_back({snap.jobs[vars[best].job], vars[best].config.type, vars[best].config.gpus});
+          const Config& c = vars[best].config;
+          grants.push_back({snap.jobs[vars[best].job], c.type, c.gpus, c.nodes});
           left[vars[best].config.type] -= vars[best].config.gpus;
         }
         if (stats) ++stats->rounded_jobs;
@@ -225,6 +226,9 @@ void RegisterSiaPolicy(PolicyRegistry& registry) {
          if (!(p.p < 0) || p.lambda_n < 0 || p.lambda_a < 0 || p.restart_penalty_s < 0 || max_gpus < 1) {
            return InvalidArgument(
                "sia: expected p < 0 (the minimising form), lambda_n, lambda_a, restart_penalty >= 0, max_gpus >= 1");
+         }
+         if (max_gpus != std::floor(max_gpus) || max_gpus > 1e6) {
+           return InvalidArgument("sia: max_gpus must be a whole number of GPUs, got " + o.GetString("max_gpus", ""));
          }
          p.max_gpus = static_cast<int>(max_gpus);
          return std::unique_ptr<Policy>(new SiaPolicy(p, ctx.baseline_plan_mode));

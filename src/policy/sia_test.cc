@@ -219,6 +219,36 @@ TEST_F(SiaTest, MoreJobsThanGpusRunsAsManyAsPossible) {
   EXPECT_FALSE(stats.hit_time_limit);
 }
 
+// Past 4000 variables SiaDecide solves the LP relaxation and rounds the
+// jobs it leaves fractional: the result must still fit the cluster, and
+// with 450 mildly scaling jobs still run 64 of them on one GPU each.
+TEST_F(SiaTest, LargeRoundUsesRelaxationAndStillFits) {
+  ThroughputParams mild = Base();
+  mild.alpha_r = 0.05;
+  mild.beta_r = 0.001;
+  for (int i = 0; i < 450; ++i) {
+    JobView& v = f_.AddJob(MakeJob("j" + std::to_string(i)).Elastic(1, 64).Submit(Seconds(i)));
+    v.agent = agents_.Add(Same(mild), {2, 2, 2}, {1.0, 20.0}, /*adaptive=*/false, /*fixed_batch=*/128);
+  }
+  Snapshot snap = f_.Snap(Seconds(3600));
+  SiaRoundStats stats;
+  Result<Decision> d = SiaDecide(snap, SiaParams{}, &stats);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(stats.variables, 450 * 9);
+  EXPECT_FALSE(stats.hit_time_limit);
+  std::vector<Allocation> after = After(snap, *d);
+  ExpectNoDoubleBooking(snap, after);
+  int running = 0, gpus = 0;
+  for (const Allocation& x : after) {
+    if (x.empty()) continue;
+    ++running;
+    gpus += x.gpus();
+    ExpectSiaConfig(f_.cluster(), x);
+  }
+  EXPECT_LE(gpus, 64);
+  EXPECT_EQ(running, 64);
+}
+
 // Running jobs, pending jobs, rigid jobs without an agent: the decision
 // never hands a GPU out twice, and rigid jobs get exactly their request
 // (3 GPUs: not a Sia configuration, added for them).
@@ -247,6 +277,45 @@ TEST_F(SiaTest, MixedStateNeverDoubleBooks) {
   Result<Decision> again = SiaDecide(f_.Snap(Seconds(900)), SiaParams{});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->assign, d->assign);
+}
+
+// KNOWN BUG (see the report): SiaDecide values a configuration of 8 GPUs on
+// one A100 node, but PlaceGrants ignores the node count a configuration
+// assumes. Two jobs that keep 4 A100s on each A100 node leave 8 free GPUs
+// split 4 + 4, and the job granted "8 GPUs on one node" is placed over both
+// nodes (n6:4,n7:4): not one of Sia's configurations, and slower than the
+// goodput the program chose it for (inter-node sync).
+TEST_F(SiaTest, ChosenSingleNodeConfigIsPlacedOnOneNode) {
+  std::vector<ThroughputParams> fast_on_a100 = Same(Base());
+  fast_on_a100[a100_] = Faster(Base(), 5);
+  // x and y: the same on every type, capped at 4 GPUs, each holding 4 A100s
+  // on its own node for an hour.
+  JobView& x = f_.AddJob(MakeJob("x").Elastic(1, 64));
+  x.agent = agents_.Add(Same(Base()), {2, 2, 2});
+  JobView& y = f_.AddJob(MakeJob("y").Elastic(1, 64));
+  y.agent = agents_.Add(Same(Base()), {2, 2, 2});
+  const ClusterNode* first = nullptr;
+  const ClusterNode* second = nullptr;
+  for (const ClusterNode& n : f_.cluster().nodes()) {
+    if (n.type != a100_) continue;
+    (first == nullptr ? first : second) = &n;
+  }
+  ASSERT_NE(second, nullptr);
+  f_.Run(x, Allocation{a100_, {{first->id, 4}}}, 0);
+  f_.Run(y, Allocation{a100_, {{second->id, 4}}}, 0);
+  // z: 5x faster on A100s, cap 8.
+  JobView& z = f_.AddJob(MakeJob("z").Elastic(1, 64));
+  z.agent = agents_.Add(fast_on_a100, {4, 4, 4});
+  Snapshot snap = f_.Snap(Seconds(3600));
+  Result<Decision> d = SiaDecide(snap, SiaParams{});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<Allocation> after = After(snap, *d);
+  ExpectNoDoubleBooking(snap, after);
+  ASSERT_EQ(after[z.index].type, a100_) << after[z.index].ToString(f_.cluster());
+  ASSERT_EQ(after[z.index].gpus(), 8);
+  EXPECT_EQ(after[z.index].nodes(), 1) << "Sia's 8-GPU single-node configuration placed as "
+                                       << after[z.index].ToString(f_.cluster());
+  for (const Allocation& a : after) ExpectSiaConfig(f_.cluster(), a);
 }
 
 // A job that names a GPU type gets that type, even where another is faster.
@@ -300,6 +369,20 @@ TEST_F(SiaTest, PolicyMatchesSiaDecide) {
   ASSERT_TRUE(direct.ok());
   EXPECT_EQ(d.assign, direct->assign);
   EXPECT_FALSE(d.assign.empty());
+}
+
+// Sia solves at rounds only; SiaDecide itself always solves.
+TEST_F(SiaTest, PolicyIgnoresDecisionsBetweenRounds) {
+  JobView& v = f_.AddJob(MakeJob("j").Elastic(1, 64));
+  v.agent = agents_.Add(Same(Base()), {4, 4, 4});
+  auto policy = PolicyRegistry::Builtin().Create("sia", PolicyContext{});
+  ASSERT_TRUE(policy.ok());
+  Snapshot snap = f_.Snap(Seconds(600));
+  snap.at_round = false;
+  EXPECT_TRUE((*policy)->Decide(snap).assign.empty());
+  Result<Decision> direct = SiaDecide(snap, SiaParams{});
+  ASSERT_TRUE(direct.ok());
+  EXPECT_FALSE(direct->assign.empty());
 }
 
 TEST(SiaOptionsTest, RejectsBadOptions) {

@@ -7,10 +7,13 @@
 
 #include "testing/test_data.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -237,6 +240,48 @@ TEST_F(AppsEngineTest, SoloJobTakesTheSumOverEpochs) {
       << run.log.substr(0, 400);
 }
 
+// KNOWN BUG (see the report): the agent's first model is fitted to the one
+// step it has measured (the engine's Observe -> goodput::
+// FitThroughputParams). With one observation the fit must at least
+// reproduce it (alpha_c is pinned to half the compute time, so beta_c
+// takes the other half). For cifar10 at its initial batch (128 on one T4,
+// 0.103 s) the fit stops after 200 iterations with beta_c at its 1e-8
+// bound and predicts 0.051 s (log error 0.69); the agent then believes a
+// step costs the same at any batch and, given a second GPU, picks batch
+// 2020 (atomic 1010) at statistical efficiency 0.096 (pollux log, t=120 s).
+TEST_F(AppsEngineTest, AgentModelFromItsFirstStepReproducesIt) {
+  TESSEL_REQUIRE_DATA();
+  std::string failures;
+  int checked = 0;
+  for (const std::string& name : Pollux().names()) {
+    const goodput::AppProfile& p = *Pollux().Find(name);
+    const int atomic = std::min(p.init_batch(), p.max_local_bsz());
+    std::vector<int> one = {1};
+    auto st = p.Throughput("t4", one, atomic);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.status().ToString();
+    goodput::StepObservation o;
+    o.nodes = 1;
+    o.replicas = 1;
+    o.atomic_bsz = atomic;
+    o.step_time = st->step_s;
+    o.accum_time = std::max(1e-9, st->step_s - st->sync_s);
+    auto fit = goodput::FitThroughputParams(std::span<const goodput::StepObservation>(&o, 1));
+    ASSERT_TRUE(fit.ok()) << name << ": " << fit.status().ToString();
+    const double predicted = goodput::PredictStepTime(fit->params, 1, 1, atomic);
+    ++checked;
+    if (std::abs(predicted / o.step_time - 1) > 0.05) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, " %s@%d: measured %.4g s, model %.4g s (%s);", name.c_str(), atomic,
+                    o.step_time, predicted, fit->params.ToString().c_str());
+      failures += buf;
+    }
+  }
+  EXPECT_EQ(checked, 6);
+  if (!failures.empty()) {
+    ADD_FAILURE() << "FitThroughputParams does not reproduce a single observation:" << failures;
+  }
+}
+
 // A policy that wraps a built-in one and looks at what the agents report
 // at every decision.
 class ProbePolicy : public Policy {
@@ -253,6 +298,7 @@ class ProbePolicy : public Policy {
         int with_params = 0;
         for (const auto& p : j->agent->params) with_params += p.has_value() ? 1 : 0;
         params_at_arrival[j->index] = with_params;
+        grad_known_at_arrival[j->index] = j->agent->grad.sqr > 0 || j->agent->grad.var > 0;
         EXPECT_EQ(j->agent->params.size(), snap.cluster->types().size());
       }
     }
@@ -261,10 +307,37 @@ class ProbePolicy : public Policy {
   int agent_views = 0;
   std::set<int> seen;
   std::map<int, int> params_at_arrival;  // job -> types with a model on arrival
+  std::map<int, bool> grad_known_at_arrival;
 
  private:
   std::unique_ptr<Policy> inner_;
 };
+
+// Sia's bootstrapping profiles an arriving job on one GPU of every type;
+// those steps measure the gradient noise too. Without it the agent's
+// statistics would be {0, 0}, which goodput::Gain reads as perfect scaling:
+// the policy would value large batches at efficiency 1 and the agent would
+// start every adaptive job at its largest batch (cifar10: batch=4096
+// atomic=1024 accum=1 on 2 A100s, as an earlier engine did).
+TEST_F(AppsEngineTest, SiaProfilingAlsoMeasuresGradientStatistics) {
+  TESSEL_REQUIRE_DATA();
+  Cluster cluster = LoadCluster("sia-64").value();
+  const goodput::AppProfile* cifar = Sia().Find("cifar10");
+  ASSERT_NE(cifar, nullptr);
+  Workload w;
+  w.name = "sia-grad";
+  w.jobs = {AppJob("c0", 0, "cifar10", 128, 1, *cifar)};
+  auto inner = PolicyRegistry::Builtin().Create("sia", PolicyContext{});
+  ASSERT_TRUE(inner.ok());
+  ProbePolicy probe(std::move(*inner));
+  AppRun run = RunApps(cluster, w, probe, Sia());
+  ASSERT_TRUE(run.ok);
+  ASSERT_EQ(probe.grad_known_at_arrival.size(), 1u);
+  std::map<std::string, std::vector<int>> batches = BatchesByJob(run.log);
+  ASSERT_FALSE(batches["c0"].empty());
+  EXPECT_TRUE(probe.grad_known_at_arrival[0]) << "a Sia-profiled job arrives with gradient statistics {0, 0}";
+  EXPECT_LT(batches["c0"].front(), cifar->max_batch()) << run.log.substr(0, 2000);
+}
 
 // Sia profiles each arriving job on one GPU of every type (so a model for
 // every type before it first runs); Pollux does not. Sia then runs five
@@ -315,7 +388,6 @@ TEST_F(AppsEngineTest, SiaBootstrapsEveryTypeAndUsesSeveral) {
           if (rec.gpu_s_by_type[t] > 0) types_used.insert(t);
       }
       EXPECT_GE(types_used.size(), 2u) << run.log.substr(0, 4000);
-      std::printf("%s", run.log.c_str());
     }
   }
 }

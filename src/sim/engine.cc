@@ -265,7 +265,8 @@ struct Simulator::Impl {
 
   // The agent's batch on an allocation: fixed when it may not adapt (or has
   // no model yet: the Pollux artifact then runs max(init, min_local x
-  // replicas)), else the goodput-optimal split from its own model.
+  // replicas)) or has not measured its gradient noise yet, else the
+  // goodput-optimal split from its own model.
   goodput::BatchChoice ChooseBatch(const AppJob& a, int type, int nodes, int replicas) const {
     const AgentReport& r = a.report;
     const goodput::ThroughputParams* params = nullptr;
@@ -273,7 +274,8 @@ struct Simulator::Impl {
     for (size_t t = 0; params == nullptr && t < r.params.size(); ++t)
       if (r.params[t]) params = &*r.params[t];
     goodput::GoodputFunction fn(params ? *params : goodput::ThroughputParams{}, r.grad, r.limits, r.rule);
-    if (r.adaptive && params != nullptr) {
+    bool grad_known = r.grad.sqr > 0 || r.grad.var > 0;
+    if (r.adaptive && params != nullptr && grad_known) {
       goodput::BatchChoice c = fn.Optimize(nodes, replicas, /*accumulation=*/true);
       if (c.valid) return c;
     }
@@ -333,6 +335,8 @@ struct Simulator::Impl {
   // Sia's bootstrapping: one GPU of every type the cluster has, at the
   // smallest, initial and largest per-GPU batch.
   void ProfileAllTypes(AppJob& a) {
+    // The profiling steps also measure the gradient noise at the initial batch.
+    a.report.grad = a.profile->GradStatsAt(a.report.limits.init_batch, 0);
     for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
       std::vector<int> one = {1};
       for (int b : {a.report.limits.min_atomic, std::min(a.report.limits.init_batch, a.report.limits.max_atomic),
