@@ -157,4 +157,59 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
+
+// A Pollux workload plays from its application profiles with no further
+// flags: truth "apps", 60 s rounds, and the agents adapt batches.
+TEST(SimCli, PolluxWorkloadPlaysFromProfilesByDefault) {
+  TESSEL_REQUIRE_DATA();
+  std::string trace = ::tessel::testing::DataDir() + "/pollux/workloads/workload-1.csv";
+  Out r = Tessel({"simulate", "--cluster", "pollux-64", "--trace", trace, "--policy", "pollux", "--limit", "20",
+                  "--json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["truth"], "apps+estimator");
+  EXPECT_EQ(j["jobs_finished"], 20);
+  EXPECT_NE(r.err.find("jobs played from application profiles"), std::string::npos) << r.err;
+  // --no-apps times them with the estimator instead.
+  Out est = Tessel({"simulate", "--cluster", "pollux-64", "--trace", trace, "--policy", "pollux", "--limit", "20",
+                    "--json", "--no-progress", "--no-apps"});
+  ASSERT_EQ(est.code, 0) << est.err;
+  EXPECT_EQ(nlohmann::json::parse(est.out)["truth"], "estimator");
+}
+
+TEST(SimCli, CompareEachPrintsOneRowPerTraceAndTheMean) {
+  TESSEL_REQUIRE_DATA();
+  std::string dir = ::tessel::testing::ProcessTempDir() + "/each";
+  std::filesystem::create_directories(dir);
+  // Two small Pollux-format workloads beside an apps directory link.
+  std::string apps = ::tessel::testing::DataDir() + "/pollux/apps";
+  for (const char* name : {"w-2.csv", "w-10.csv"}) {
+    std::ofstream(dir + "/" + name) << "name,time,application,num_replicas,batch_size\n"
+                                       "ncf-0,0,ncf,1,1024\nncf-1,30,ncf,2,2048\n";
+  }
+  Out r = Tessel({"compare", "--cluster", "pollux-64", "--trace", dir, "--apps", apps, "--each", "--policies",
+                  "pollux,optimus", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t w2 = r.out.find("w-2.csv"), w10 = r.out.find("w-10.csv");
+  ASSERT_NE(w2, std::string::npos) << r.out;
+  ASSERT_NE(w10, std::string::npos) << r.out;
+  EXPECT_LT(w2, w10) << "natural order: w-2 before w-10";
+  EXPECT_NE(r.out.find("mean"), std::string::npos);
+  EXPECT_NE(r.out.find("vs best other"), std::string::npos);
+  EXPECT_NE(r.out.find("pollux avg JCT s"), std::string::npos);
+}
+
+TEST(SimCli, GoodputFlagsRejectBadValues) {
+  Out rule = Tessel({"simulate", "--scaling-rule", "cubic", "--no-progress"});
+  EXPECT_EQ(rule.code, 2);
+  EXPECT_NE(rule.err.find("--scaling-rule"), std::string::npos) << rule.err;
+  EXPECT_NE(rule.err.find("adascale"), std::string::npos) << rule.err;
+  Out apps = Tessel({"simulate", "--apps", "/nonexistent/apps", "--trace",
+                     TempFile("one.csv", "name,time,application,num_replicas,batch_size\n"), "--no-progress"});
+  EXPECT_NE(apps.code, 0);
+  Out overhead = Tessel({"simulate", "--restart-overhead", "-5", "--no-progress"});
+  EXPECT_EQ(overhead.code, 2);
+  EXPECT_NE(overhead.err.find("--restart-overhead"), std::string::npos) << overhead.err;
+}
+
 }  // namespace tessel

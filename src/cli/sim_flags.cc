@@ -87,6 +87,7 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     opts.seed = f.seed;
     opts.limit = f.limit;
     opts.time_scale = f.time_scale;
+    if (!f.no_apps) opts.apps_dir = f.apps;
     auto w = LoadTraces(f.traces, *format, opts);
     if (!w.ok()) return w.status();
     setup.workload = std::move(*w);

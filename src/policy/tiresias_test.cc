@@ -162,4 +162,20 @@ TEST(TiresiasTest, RejectsJobThatFitsNowhere) {
 }
 
 }  // namespace
+
+// rounds_only (the Pollux artifact's Tiresias) acts at rounds only.
+TEST(TiresiasTest, RoundsOnlyWaitsForTheRound) {
+  PolicyFixture f(TwoByFour());
+  f.AddJob(MakeJob("a").Gpus(4));
+  auto policy = Tiresias("tiresias:rounds_only=true");
+  Snapshot between = f.Snap(Seconds(30));
+  between.at_round = false;
+  EXPECT_TRUE(policy->Decide(between).assign.empty());
+  Snapshot round = f.Snap(Seconds(60));
+  EXPECT_EQ(policy->Decide(round).assign.size(), 1u);
+  // The default acts on events too.
+  EXPECT_EQ(Tiresias()->Decide(between).assign.size(), 1u);
+  EXPECT_FALSE(PolicyRegistry::Builtin().Create("tiresias:rounds_only=maybe", PolicyContext{}).ok());
+}
+
 }  // namespace tessel

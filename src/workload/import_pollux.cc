@@ -47,11 +47,12 @@ struct AppProfile {
   std::map<long long, double> last_iteration;
 };
 
-Result<AppProfile> FindProfile(const std::string& workload_path, const std::string& app,
-                               const std::string& where) {
+Result<AppProfile> FindProfile(const std::string& workload_path, const std::string& apps_dir,
+                               const std::string& app, const std::string& where) {
   fs::path parent = fs::path(workload_path).parent_path();
   std::vector<fs::path> candidates = {parent / ".." / "apps" / app,
                                       parent / ".." / ".." / "apps" / app};
+  if (!apps_dir.empty()) candidates = {fs::path(apps_dir) / app};
   for (const fs::path& c : candidates) {
     std::error_code ec;
     if (!fs::is_directory(c, ec)) continue;
@@ -69,9 +70,10 @@ Result<AppProfile> FindProfile(const std::string& workload_path, const std::stri
     }
     return p;
   }
+  std::vector<std::string> looked;
+  for (const fs::path& c : candidates) looked.push_back(c.lexically_normal().string());
   return NotFound(where + ": no profile directory for application '" + app + "'; looked for " +
-                  candidates[0].lexically_normal().string() + " and " +
-                  candidates[1].lexically_normal().string());
+                  Join(looked, " and ") + (apps_dir.empty() ? " (--apps names another)" : ""));
 }
 
 // Iterations to finish at batch size `bsz`: the exact profile's last
@@ -159,7 +161,7 @@ Status ImportPollux(const ImportFile& in, Workload& out) {
 
     auto it = profiles.find(app);
     if (it == profiles.end()) {
-      auto p = FindProfile(in.path, app, t.Where(row, "application"));
+      auto p = FindProfile(in.path, in.opts.apps_dir, app, t.Where(row, "application"));
       if (!p.ok()) return p.status();
       it = profiles.emplace(app, std::move(*p)).first;
     }

@@ -79,6 +79,10 @@ struct TraceOptions {
   // Submit times (after rebasing to 0) are multiplied by this; deadlines
   // keep their slack after submission. < 1 makes arrivals denser. > 0.
   double time_scale = 1.0;
+  // Pollux/Sia workloads: where the applications' profiles are (the
+  // directory holding <app>/). "" = look beside the workload (../apps,
+  // ../../apps).
+  std::string apps_dir;
 };
 
 // Loads `path`: a trace file, or a directory whose *.csv files (sorted by
