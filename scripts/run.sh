@@ -11,6 +11,6 @@ echo
 build/tessel estimate --model gpt3-175b --gpu a100-80g --gpus 1024 --global-batch 1536 --precision fp16 \
   --tp 8 --pp 8 --micro-batch 1 --recompute selective --virtual-stages 3 --zero 1
 echo
-# The simulator: every baseline policy on the demo cluster and the embedded
+# The simulator: every policy on the demo cluster and the embedded
 # synthetic workload, side by side, with plots.
 build/tessel compare --cluster demo --out build/sim-demo
