@@ -43,6 +43,25 @@ Step BestStep(const TypeCurve& c, int job, int curve, int from, int room) {
 
 }  // namespace
 
+std::vector<int> UpGpusByType(const Snapshot& snap) {
+  std::vector<int> capacity(snap.cluster->types().size(), 0);
+  for (const ClusterNode& n : snap.cluster->nodes())
+    if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+  return capacity;
+}
+
+bool RigidJob(const JobView& job) {
+  return job.agent == nullptr && job.spec->min_gpus == job.spec->max_gpus;
+}
+
+GpuRange GoodputGpuRange(const JobView& job, int cap) {
+  if (RigidJob(job)) {
+    int n = std::max(1, job.spec->requested_gpus);
+    return {n, n};
+  }
+  return {std::max(1, job.spec->min_gpus), cap};
+}
+
 std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
                                                     const std::vector<int>& capacity) {
   std::vector<int> free = capacity;
@@ -135,8 +154,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
       continue;
     }
     const JobSpec& s = *g->job->spec;
-    bool rigid = g->job->agent == nullptr && s.min_gpus == s.max_gpus;
-    int lo = rigid ? g->gpus : std::max(1, std::min(g->gpus, s.min_gpus));
+    int lo = RigidJob(*g->job) ? g->gpus : std::max(1, std::min(g->gpus, s.min_gpus));
     bool done = false;
     for (int n = g->gpus; n >= lo && !done; --n) {
       if (auto a = fm.Place(g->type, n, g->max_nodes)) {

@@ -30,6 +30,22 @@ struct GoodputGrant {
   int max_nodes = 0;  // the most nodes it may span (0 = any): what it was priced at
 };
 
+// GPUs on up nodes per type: what a policy that re-plans the whole cluster
+// each round can hand out.
+std::vector<int> UpGpusByType(const Snapshot& snap);
+
+// A job whose GPU count cannot change: no agent and min_gpus == max_gpus.
+bool RigidJob(const JobView& job);
+
+// The GPU counts a goodput policy considers for `job` under its own upper
+// bound `cap`: exactly the request for a rigid job, else [max(1,
+// min_gpus), cap] (hi < lo when nothing fits under cap).
+struct GpuRange {
+  int lo = 1;
+  int hi = 0;
+};
+GpuRange GoodputGpuRange(const JobView& job, int cap);
+
 // Maximises the sum of the jobs' utilities subject to `capacity` GPUs per
 // type, each job on one type: starting from no GPUs, repeatedly takes the
 // step (one job from its current count to a larger one on its type) with

@@ -25,19 +25,16 @@ class OptimusPolicy : public Policy {
     GoodputOracle oracle(snap, /*type_aware=*/false);
     const Cluster& cluster = *snap.cluster;
     const int ntypes = static_cast<int>(cluster.types().size());
-    std::vector<int> capacity(ntypes, 0);
-    for (const ClusterNode& n : cluster.nodes())
-      if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+    std::vector<int> capacity = UpGpusByType(snap);
     std::vector<JobCurves> curves;
     for (const JobView* job : snap.jobs) {
       const JobSpec& s = *job->spec;
-      bool rigid = job->agent == nullptr && s.min_gpus == s.max_gpus;
-      int lo = rigid ? s.requested_gpus : std::max(1, s.min_gpus);
-      int cap = rigid ? s.requested_gpus : std::min(max_gpus_, std::max(1, s.max_gpus));
+      int bound = std::min(max_gpus_, std::max(1, s.max_gpus));
       if (const AgentReport* r = job->agent) {
-        cap = std::min(cap, std::max(1, r->fixed_batch / std::max(1, r->limits.min_atomic)));
-        if (r->max_gpus > 0) cap = std::min(cap, r->max_gpus);
+        bound = std::min(bound, std::max(1, r->fixed_batch / std::max(1, r->limits.min_atomic)));
+        if (r->max_gpus > 0) bound = std::min(bound, r->max_gpus);
       }
+      auto [lo, cap] = GoodputGpuRange(*job, bound);
       // Work left in samples at the job's batch: progress units are steps
       // at the initial batch (agent jobs) or iterations at the spec's batch.
       double per_unit = job->agent ? job->agent->limits.init_batch : s.global_batch;

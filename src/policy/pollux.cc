@@ -31,9 +31,7 @@ class PolluxPolicy : public Policy {
     const int ntypes = static_cast<int>(cluster.types().size());
 
     // Capacity: every GPU on an up node (Pollux re-allocates everything).
-    std::vector<int> capacity(ntypes, 0);
-    for (const ClusterNode& n : cluster.nodes())
-      if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+    std::vector<int> capacity = UpGpusByType(snap);
     int total = 0;
     for (int c : capacity) total += c;
     const int njobs = static_cast<int>(snap.jobs.size());
@@ -46,10 +44,7 @@ class PolluxPolicy : public Policy {
       JobCurves jc;
       jc.job = job;
       int home = oracle.HomeType(*job);
-      int cap = std::min(oracle.MaxGpus(*job), max_gpus_);
-      int lo = std::max(1, job->spec->min_gpus);
-      bool rigid = job->agent == nullptr && job->spec->min_gpus == job->spec->max_gpus;
-      if (rigid) lo = cap = std::max(1, job->spec->requested_gpus);
+      auto [lo, cap] = GoodputGpuRange(*job, std::min(oracle.MaxGpus(*job), max_gpus_));
       // Fair-share goodput: the speedup's denominator. As the artifact,
       // priced on one node (its fair_nodes = ceil(nodes / GPUs) = 1).
       int fair_gpus = std::clamp(fair, lo, std::max(lo, cap));

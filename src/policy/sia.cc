@@ -46,9 +46,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
   const int ntypes = static_cast<int>(cluster.types().size());
   GoodputOracle oracle(snap, /*type_aware=*/true);
 
-  std::vector<int> capacity(ntypes, 0);
-  for (const ClusterNode& n : cluster.nodes())
-    if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
+  std::vector<int> capacity = UpGpusByType(snap);
 
   struct Var {
     int job;  // index into snap.jobs
@@ -62,10 +60,8 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
   for (int j = 0; j < static_cast<int>(snap.jobs.size()); ++j) {
     const JobView& job = *snap.jobs[j];
     const JobSpec& s = *job.spec;
-    int cap = std::min(oracle.MaxGpus(job), params.max_gpus);
-    bool rigid = job.agent == nullptr && s.min_gpus == s.max_gpus;
-    int lo = rigid ? s.requested_gpus : std::max(1, s.min_gpus);
-    if (rigid) cap = s.requested_gpus;
+    const bool rigid = RigidJob(job);
+    auto [lo, cap] = GoodputGpuRange(job, std::min(oracle.MaxGpus(job), params.max_gpus));
     int want_type = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
     std::vector<Config> configs;  // ascending GPUs within each type
     std::vector<double> goodputs;
