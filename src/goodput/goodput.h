@@ -107,8 +107,10 @@ struct FitResult {
 // batch size was seen; the inter-node terms when no multi-node step was
 // seen (then raised to at least 1.1x the intra-node terms, a pessimistic
 // prior); the intra-node terms when no single-node multi-GPU step was seen;
-// both beta_x when no step had more than 2 replicas. Deterministic.
-// InvalidArgument when empty or when a time is not positive.
+// both beta_x when no step had more than 2 replicas. Solved by projected
+// BFGS in log space from two starts (a fixed one and one from the data);
+// the better wins. Deterministic. InvalidArgument when empty, when a time
+// or count is not positive, or when replicas < nodes.
 Result<FitResult> FitThroughputParams(std::span<const StepObservation> obs);
 
 // A job's batch-size limits.
