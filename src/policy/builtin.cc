@@ -1,4 +1,5 @@
 // The built-in policies, registered in the order `tessel policies` lists them.
+#include "policy/arena.h"
 #include "policy/elasticflow.h"
 #include "policy/fcfs.h"
 #include "policy/gandiva.h"
@@ -24,6 +25,7 @@ const PolicyRegistry& PolicyRegistry::Builtin() {
     RegisterPolluxPolicy(r);
     RegisterSiaPolicy(r);
     RegisterOptimusPolicy(r);
+    RegisterArenaPolicies(r);
     return r;
   }();
   return registry;

@@ -29,6 +29,8 @@ struct PolicyTraits {
   PlanMode plan_mode = PlanMode::kDataParallel;
   // Restarts pay the parallelism plan search time (adaptive policies).
   bool searches_plans = false;
+  // ... and that search is a full one, not pruned by grids.
+  bool full_plan_search = false;
   // Jobs' agents tune their batch size for goodput (pollux, sia); under
   // other policies every job keeps its trace's batch size.
   bool adapts_batch = false;

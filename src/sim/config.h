@@ -30,6 +30,8 @@ struct ReconfigCost {
   // most 40 s; a full Alpa-style search is 150 s per GPU, at most 600 s).
   double search_s_per_gpu = 10;
   double search_cap_s = 40;
+  double full_search_s_per_gpu = 150;
+  double full_search_cap_s = 600;
 };
 
 struct FailureModel {

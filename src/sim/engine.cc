@@ -536,7 +536,11 @@ struct Simulator::Impl {
   // loads it; adaptive policies also search a plan.
   double StartDelay(const JobState& j, const Allocation& alloc) const {
     const ReconfigCost& rc = config.reconfig;
-    double search = traits.searches_plans ? std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus()) : 0;
+    double search = 0;
+    if (traits.searches_plans) {
+      search = traits.full_plan_search ? std::min(rc.full_search_cap_s, rc.full_search_s_per_gpu * alloc.gpus())
+                                       : std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus());
+    }
     if (!j.view.started()) return search + rc.start_overhead_s;
     double save = j.needs_save ? CheckpointSeconds(j, j.last_nodes) : 0;
     return save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;

@@ -1,0 +1,276 @@
+#include "policy/arena.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <unordered_map>
+
+#include "model/catalog.h"
+#include "policy/goodput_alloc.h"
+#include "policy/placement.h"
+#include "policy/throughput.h"
+
+namespace tessel {
+namespace {
+
+struct ArenaParams {
+  bool elastic = true;
+  bool hetero = true;
+  bool backfill = true;
+  bool full_search = false;
+  PlanMode plan_mode = PlanMode::kBest;
+  double aging_s = 86400;
+  double restart_overhead_s = 10;
+  double storage_gbs = 2;
+  double search_s_per_gpu = 10;
+  double search_cap_s = 40;
+  // A full (unpruned) plan search, as arena-full-search pays it.
+  double full_search_s_per_gpu = 150;
+  double full_search_cap_s = 600;
+};
+
+// Checkpoint bytes per parameter (mixed precision + Adam), as the engine.
+constexpr double kCheckpointBytesPerParam = 14;
+
+struct Grid {
+  int type;
+  int gpus;
+  int nodes;
+  double rate;    // samples/s with the best plan (or DP for arena-dp)
+  double iter_s;  // seconds per iteration
+};
+
+class ArenaPolicy : public Policy {
+ public:
+  ArenaPolicy(std::string name, ArenaParams p) : name_(std::move(name)), p_(p) {
+    traits_.uses_rounds = true;
+    traits_.plan_mode = p.plan_mode;
+    traits_.searches_plans = true;
+    traits_.full_plan_search = p.full_search;
+  }
+  std::string_view name() const override { return name_; }
+  PolicyTraits traits() const override { return traits_; }
+
+  Decision Decide(const Snapshot& snap) override {
+    const Cluster& cluster = *snap.cluster;
+    std::vector<int> capacity = UpGpusByType(snap);
+    Decision reject;
+    std::vector<JobCurves> curves;
+    std::vector<std::pair<double, JobCurves>> ranked;  // for the no-backfill order
+    for (const JobView* job : snap.jobs) {
+      std::vector<Grid> grids = Grids(*job, snap);
+      if (grids.empty()) {
+        reject.reject.push_back({job->index, NeverRunsReason(*job, snap, std::max(1, job->spec->requested_gpus))});
+        continue;
+      }
+      // The reference: the request where it fits, else the first grid.
+      const Grid* ref = &grids.front();
+      int want = job->spec->requested_gpu_type.empty() ? -1 : cluster.FindType(job->spec->requested_gpu_type);
+      for (const Grid& g : grids)
+        if (g.gpus == job->spec->requested_gpus && (want < 0 || g.type == want)) {
+          ref = &g;
+          break;
+        }
+      double left = std::max(0.0, job->remaining_iterations());
+      double t_ref = std::max(1.0, left * ref->iter_s);
+      double age = std::max(0.0, ToSeconds(snap.now - job->spec->submit));
+      double weight = (1.0 + age / p_.aging_s) / t_ref;
+      JobCurves jc;
+      jc.job = job;
+      for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
+        TypeCurve tc;
+        tc.type = t;
+        tc.points.push_back({0, 0.0});
+        for (const Grid& g : grids) {
+          if (g.type != t) continue;
+          bool current = !job->alloc.empty() && job->alloc.type == t && job->alloc.gpus() == g.gpus;
+          double time = left * g.iter_s;
+          double delay = current ? 0.0 : RestartDelay(*job, g);
+          double value = weight * (g.rate / ref->rate) * (time / std::max(1e-9, time + delay));
+          if (tc.points.back().gpus == g.gpus) {
+            tc.points.back().utility = std::max(tc.points.back().utility, value);
+          } else {
+            tc.points.push_back({g.gpus, value});
+          }
+        }
+        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+      }
+      if (jc.types.empty()) continue;
+      if (p_.backfill) {
+        curves.push_back(std::move(jc));
+      } else {
+        ranked.push_back({weight, std::move(jc)});
+      }
+    }
+    std::vector<GoodputGrant> grants =
+        p_.backfill ? AllocateByMarginalUtility(curves, capacity) : StrictOrder(std::move(ranked), capacity, snap);
+    Decision d = PlaceGrants(snap, grants);
+    d.reject = std::move(reject.reject);
+    // A rejected job must not also be assigned.
+    if (!d.reject.empty()) {
+      std::vector<std::pair<int, Allocation>> keep;
+      for (auto& a : d.assign) {
+        bool rejected = std::any_of(d.reject.begin(), d.reject.end(), [&](const auto& r) { return r.first == a.first; });
+        if (!rejected) keep.push_back(std::move(a));
+      }
+      d.assign = std::move(keep);
+    }
+    return d;
+  }
+
+ private:
+  // The job's grids: (type, count) shapes that fit, ascending count per type.
+  std::vector<Grid> Grids(const JobView& job, const Snapshot& snap) {
+    const Cluster& cluster = *snap.cluster;
+    const JobSpec& s = *job.spec;
+    std::vector<int> counts;
+    int req = std::max(1, s.requested_gpus);
+    if (p_.elastic && !RigidJob(job)) {
+      int lo = std::max(1, s.min_gpus), hi = std::max(lo, s.max_gpus);
+      for (int g = 1; g <= hi; g *= 2)
+        if (g >= lo) counts.push_back(g);
+      counts.push_back(req);
+      std::sort(counts.begin(), counts.end());
+      counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+    } else {
+      counts.push_back(req);
+    }
+    int want = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
+    std::vector<Grid> out;
+    for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
+      if (!p_.hetero && want >= 0 && t != want) continue;
+      for (int g : counts) {
+        if (g > cluster.types()[t].total_gpus) break;
+        int nodes = MinNodes(cluster, t, g);
+        const JobRate& r = snap.belief->Rate(s, t, g, nodes);
+        if (!r.fits || r.samples_per_s <= 0) continue;
+        out.push_back({t, g, nodes, r.samples_per_s, r.iteration_time_s});
+      }
+    }
+    return out;
+  }
+
+  double CheckpointS(const JobView& job, int nodes) {
+    auto it = checkpoint_bytes_.find(job.spec->model);
+    if (it == checkpoint_bytes_.end()) {
+      auto m = FindModel(job.spec->model);
+      double bytes = m.ok() ? (*m)->Params() * kCheckpointBytesPerParam : 0.0;
+      it = checkpoint_bytes_.emplace(job.spec->model, bytes).first;
+    }
+    return it->second / (p_.storage_gbs * 1e9 * std::max(1, nodes));
+  }
+
+  // What moving `job` to `g` costs before it progresses again.
+  double RestartDelay(const JobView& job, const Grid& g) {
+    double search = p_.full_search ? std::min(p_.full_search_cap_s, p_.full_search_s_per_gpu * g.gpus)
+                                   : std::min(p_.search_cap_s, p_.search_s_per_gpu * g.gpus);
+    if (!job.started()) return search;
+    double save = job.alloc.empty() ? 0.0 : CheckpointS(job, job.alloc.nodes());
+    return save + CheckpointS(job, g.nodes) + p_.restart_overhead_s + search;
+  }
+
+  // arena-no-backfill: jobs in weight order, each its best-valued grid per
+  // GPU that fits; the first job that fits nowhere blocks the rest.
+  std::vector<GoodputGrant> StrictOrder(std::vector<std::pair<double, JobCurves>> ranked, std::vector<int> capacity,
+                                        const Snapshot& snap) {
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<GoodputGrant> out;
+    for (const auto& [w, jc] : ranked) {
+      const CurvePoint* best = nullptr;
+      int best_type = -1;
+      for (const TypeCurve& tc : jc.types) {
+        for (size_t k = 1; k < tc.points.size(); ++k) {
+          const CurvePoint& p = tc.points[k];
+          if (p.gpus > capacity[tc.type]) continue;
+          if (best == nullptr || p.utility / p.gpus > best->utility / best->gpus) {
+            best = &p;
+            best_type = tc.type;
+          }
+        }
+      }
+      if (best == nullptr) break;
+      capacity[best_type] -= best->gpus;
+      out.push_back({jc.job, best_type, best->gpus});
+    }
+    return out;
+  }
+
+  std::string name_;
+  ArenaParams p_;
+  PolicyTraits traits_;
+  std::unordered_map<std::string, double> checkpoint_bytes_;
+};
+
+Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
+  for (auto [key, out] : {std::pair<const char*, double*>{"aging", &p.aging_s},
+                          {"restart_overhead", &p.restart_overhead_s},
+                          {"storage_gbs", &p.storage_gbs},
+                          {"search_s_per_gpu", &p.search_s_per_gpu},
+                          {"search_cap", &p.search_cap_s}}) {
+    auto v = o.GetDouble(key, *out);
+    if (!v.ok()) return v.status();
+    if (!(*v >= 0)) return InvalidArgument(std::string("arena: ") + key + " must be >= 0");
+    *out = *v;
+  }
+  if (!(p.aging_s > 0) || !(p.storage_gbs > 0)) return InvalidArgument("arena: aging and storage_gbs must be > 0");
+  for (auto [key, out] : {std::pair<const char*, bool*>{"elastic", &p.elastic},
+                          {"hetero", &p.hetero},
+                          {"backfill", &p.backfill},
+                          {"full_search", &p.full_search}}) {
+    auto v = o.GetBool(key, *out);
+    if (!v.ok()) return v.status();
+    *out = *v;
+  }
+  if (o.Has("parallelism")) {
+    auto m = ParsePlanMode(o.GetString("parallelism", "best"));
+    if (!m.ok()) return InvalidArgument("arena: " + m.status().message());
+    p.plan_mode = *m;
+  }
+  return p;
+}
+
+}  // namespace
+
+void RegisterArenaPolicies(PolicyRegistry& registry) {
+  struct Variant {
+    const char* name;
+    const char* summary;
+    ArenaParams params;
+  };
+  ArenaParams base;
+  ArenaParams no_elastic = base, no_hetero = base, dp = base, no_backfill = base, full_search = base;
+  no_elastic.elastic = false;
+  no_hetero.hetero = false;
+  dp.plan_mode = PlanMode::kDataParallel;
+  no_backfill.backfill = false;
+  full_search.full_search = true;
+  const std::vector<std::string> options = {
+      "aging=<seconds> (default 86400)", "restart_overhead=<s> (default 10)", "storage_gbs=<GB/s per node> (default 2)",
+      "search_s_per_gpu=<s> (default 10)", "search_cap=<s> (default 40)", "elastic=true|false",
+      "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp"};
+  for (const Variant& v : {
+           Variant{"arena",
+                   "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "
+                   "plan, marginal-gain elastic heterogeneous allocation, restart-aware",
+                   base},
+           Variant{"arena-no-elastic", "arena ablation: jobs keep their requested GPU count", no_elastic},
+           Variant{"arena-no-hetero", "arena ablation: jobs keep their requested GPU type", no_hetero},
+           Variant{"arena-dp", "arena ablation: data-parallel plans only", dp},
+           Variant{"arena-no-backfill", "arena ablation: strict priority order, no backfilling", no_backfill},
+           Variant{"arena-full-search", "arena ablation: restarts pay a full plan search", full_search},
+       }) {
+    ArenaParams params = v.params;
+    std::string name = v.name;
+    Status s = registry.Register(
+        {name, v.summary, options,
+         [params, name](const PolicyOptions& o, const PolicyContext&) -> Result<std::unique_ptr<Policy>> {
+           auto p = ParseArenaOptions(o, params);
+           if (!p.ok()) return p.status();
+           return std::unique_ptr<Policy>(new ArenaPolicy(name, *p));
+         }});
+    assert(s.ok());
+    (void)s;
+  }
+}
+
+}  // namespace tessel

@@ -1,0 +1,51 @@
+// tessel's own policy, `arena` (SYSTEM.md idea 1; after Arena/Crius):
+// scheduling co-designed with adaptive parallelism on a heterogeneous
+// cluster. First version: grids and marginal-gain allocation.
+//
+// A job's *grids* are its candidate (GPU type, GPU count) shapes, each
+// consolidated on the fewest nodes, each timed with the planner's best
+// plan for that shape (the belief, PlanMode::kBest; answers are memoised
+// across rounds and across jobs of the same model and batch by
+// EstimatorThroughput). Every decision (rounds and events) re-plans the
+// whole cluster:
+//   value_j(grid) = w_j * rate_j(grid) / rate_j(reference) * T / (T + delay)
+// where rate_j(reference) is the job's rate on its request (or its
+// smallest grid that fits), w_j = (1 + age_j / aging) / T_ref_j favours
+// short and old jobs (T_ref_j = its remaining time at the reference: the
+// fluid SRPT weight), T is its remaining time on the grid and delay the
+// restart a change costs (checkpoint save + load at storage_gbs per node,
+// restart overhead, the pruned plan search; 0 for the current grid), so a
+// change pays only when it gains more than it costs. GPUs go by marginal
+// value per GPU (policy/goodput_alloc.h: each job on one type, largest
+// gain first), which also backfills: every GPU left after the big jobs
+// goes to whichever job gains from it, and yields when the next round
+// values it higher elsewhere. Placement packs jobs on the fewest nodes,
+// keeping unchanged jobs where they are.
+//
+// Parameters (options, all named): aging (seconds, default 86400),
+// restart_overhead (s, 10), storage_gbs (per node, 2), search_s_per_gpu
+// (10) and search_cap (40) — the pruned search Arena's grids allow — and
+// the mechanism switches below.
+//
+// Ablations (registered names):
+//   arena-no-elastic   each job keeps its requested GPU count;
+//   arena-no-hetero    each job keeps its requested GPU type;
+//   arena-dp           data-parallel plans only (as the baselines);
+//   arena-no-backfill  strict priority order: a job that cannot get its
+//                      request blocks every job after it;
+//   arena-full-search  restarts pay a full plan search (150 s per GPU, at
+//                      most 600 s) instead of the grid-pruned one.
+//
+// Not yet (issue 5): disaggregated profiling costs, load-aware estimates
+// (shared uplinks), rack locality, bounded shrink/type-change search and
+// explicit defragmenting migration; deadlines are ignored.
+#pragma once
+
+#include "policy/policy.h"
+
+namespace tessel {
+
+class PolicyRegistry;
+void RegisterArenaPolicies(PolicyRegistry& registry);
+
+}  // namespace tessel
