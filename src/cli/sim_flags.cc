@@ -47,6 +47,9 @@ void SimFlags::Add(CLI::App& app) {
                  "most numerous type)");
   app.add_option("--limit", limit, "Simulate only the first N jobs of the trace");
   app.add_option("--time-scale", time_scale, "Multiply arrival times (< 1: denser arrivals)");
+  app.add_option("--arena-iteration-divisor", arena_iteration_divisor,
+                 "Arena traces: divide num_iteration by this, as the Arena artifact's simulator does (default 5; 1 "
+                 "keeps the trace's numbers)");
   app.add_option("--node-mtbf-h", node_mtbf_h, "Mean time between failures per node, hours (default 0: none)");
   app.add_option("--repair-h", repair_h, "Hours until a failed node returns (default 1)");
   app.add_option("--checkpoint-interval", checkpoint_interval_s,
@@ -88,6 +91,7 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     opts.limit = f.limit;
     opts.time_scale = f.time_scale;
     if (!f.no_apps) opts.apps_dir = f.apps;
+    opts.arena_iteration_divisor = f.arena_iteration_divisor;
     auto w = LoadTraces(f.traces, *format, opts);
     if (!w.ok()) return w.status();
     setup.workload = std::move(*w);

@@ -36,6 +36,7 @@ struct SimFlags {
   bool no_progress = false;
   size_t limit = 0;
   double time_scale = 1.0;
+  int arena_iteration_divisor = 5;
   double node_mtbf_h = 0;
   double repair_h = 1;
   double checkpoint_interval_s = 1800;

@@ -44,7 +44,10 @@ std::string Slurp(const std::string& path) {
 std::pair<std::string, std::string> RunScenario(const GoldenCase& c) {
   std::string dir = GoldenDir(c.scenario);
   Cluster cluster = LoadCluster(dir + "/cluster.yaml").value();
-  Workload w = LoadTrace(dir + "/trace.csv", TraceFormat::kAuto, TraceOptions{}).value();
+  // The pinned scenarios take the trace's iterations as written.
+  TraceOptions opts;
+  opts.arena_iteration_divisor = 1;
+  Workload w = LoadTrace(dir + "/trace.csv", TraceFormat::kAuto, opts).value();
   auto policy = PolicyRegistry::Builtin().Create(c.policy, PolicyContext{}).value();
   EstimatorThroughput belief(cluster, policy->traits().plan_mode);
   SimConfig config;

@@ -1,6 +1,7 @@
 // Arena's LLM-job traces (sjtu-epcc/arena traces/*.csv); see trace.h for
 // what each column becomes.
 #include <algorithm>
+#include <cmath>
 
 #include "hardware/gpu.h"
 #include "model/catalog.h"
@@ -35,7 +36,11 @@ Status ImportArena(const ImportFile& in, Workload& out) {
       return InvalidArgument(t.Where(row, "num_iteration") + ": expected a number > 0, got '" +
                              t.Get(row, "num_iteration") + "'");
     }
-    j.iterations = *iters;
+    if (in.opts.arena_iteration_divisor < 1) {
+      return InvalidArgument("arena iteration divisor: expected an integer >= 1, got " +
+                             std::to_string(in.opts.arena_iteration_divisor));
+    }
+    j.iterations = std::max(1.0, std::floor(*iters / in.opts.arena_iteration_divisor));
 
     auto model = FindModel(t.Get(row, "model_name"));
     if (!model.ok()) return InvalidArgument(t.Where(row, "model_name") + ": " + model.status().message());
@@ -72,6 +77,10 @@ Status ImportArena(const ImportFile& in, Workload& out) {
   }
   out.notes.push_back(in.stem + ": " + std::to_string(t.rows().size()) +
                       " Arena jobs, elastic in [1, min(4 x num_gpu, 64)] GPUs at their batch size");
+  if (in.opts.arena_iteration_divisor != 1) {
+    out.notes.push_back(in.stem + ": num_iteration divided by " + std::to_string(in.opts.arena_iteration_divisor) +
+                        ", as the Arena artifact's simulator (--arena-iteration-divisor 1 keeps it)");
+  }
   return Status::Ok();
 }
 

@@ -79,6 +79,11 @@ struct TraceOptions {
   // Submit times (after rebasing to 0) are multiplied by this; deadlines
   // keep their slack after submission. < 1 makes arrivals denser. > 0.
   double time_scale = 1.0;
+  // Arena traces: num_iteration is divided by this (integer division, at
+  // least 1 iteration left), as the Arena artifact's simulator does
+  // (ITER_NUM_SCALE_FACTOR_SIM = 5 in its macro/macro_def.py). 1 keeps
+  // the trace's numbers.
+  int arena_iteration_divisor = 5;
   // Pollux/Sia workloads: where the applications' profiles are (the
   // directory holding <app>/). "" = look beside the workload (../apps,
   // ../../apps).

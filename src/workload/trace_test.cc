@@ -462,13 +462,22 @@ INSTANTIATE_TEST_SUITE_P(Trace, TraceDataArena,
 
 TEST(TraceData, ArenaPhillyFirstJob) {
   TESSEL_REQUIRE_DATA();
-  auto w = LoadTrace(Data("arena/traces/simulate_trace_philly.csv"), TraceFormat::kArena, {});
+  TraceOptions literal;
+  literal.arena_iteration_divisor = 1;
+  auto w = LoadTrace(Data("arena/traces/simulate_trace_philly.csv"), TraceFormat::kArena, literal);
   ASSERT_TRUE(w.ok()) << w.status().message();
   // f043f272-...,1945645,119965,bert__2.6B,1956739,256,4,a40 (the earliest).
   const JobSpec& j = w->jobs.front();
   EXPECT_EQ(j.id, "f043f272-f7a0-6861-353c-30479e8fffc1");
   EXPECT_EQ(j.model, "bert__2.6B");
   EXPECT_EQ(*j.iterations, 119965);
+  // By default, as the artifact's simulator: 119965 // 5.
+  auto scaled = LoadTrace(Data("arena/traces/simulate_trace_philly.csv"), TraceFormat::kArena, {});
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  EXPECT_EQ(*scaled->jobs.front().iterations, 23993);
+  TraceOptions bad;
+  bad.arena_iteration_divisor = 0;
+  EXPECT_FALSE(LoadTrace(Data("arena/traces/simulate_trace_philly.csv"), TraceFormat::kArena, bad).ok());
   EXPECT_EQ(j.global_batch, 256);
   EXPECT_EQ(j.requested_gpus, 4);
   EXPECT_EQ(j.max_gpus, 16);
