@@ -26,6 +26,12 @@ pools:
   - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}
   - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}
 )"},
+    {"arena-testbed-32", R"(name: arena-testbed-32
+description: a testbed the size of the Arena artifact's runtime trace, 8 x 2 A40 and 8 x 2 A10 (the meshes of arena/comm)
+pools:
+  - {name: a40, gpu: a40, nodes: 8, node_type: arena-a40}
+  - {name: a10, gpu: a10, nodes: 8, node_type: arena-a10}
+)"},
     {"pollux-64", R"(name: pollux-64
 description: the Pollux paper's simulated cluster, 16 nodes x 4 T4 (AWS g4dn.12xlarge)
 pools:

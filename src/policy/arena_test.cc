@@ -4,9 +4,12 @@
 
 #include "testing/test_data.h"
 
-#include <cstdio>
 #include <fstream>
+#include <map>
+#include <string>
+#include <vector>
 
+#include "policy/goodput_alloc.h"
 #include "policy/policy_test_util.h"
 
 namespace tessel {
@@ -19,30 +22,410 @@ std::string ClusterYaml(const std::string& name, const std::string& pools) {
   std::ofstream(path) << "name: " << name << "\npools:\n" << pools;
   return path;
 }
+// 2 nodes x 4 A100-80G.
 std::string TwoByFourA100() {
   return ClusterYaml("arena_2x4", "  - {name: a100, gpu: a100-80g, nodes: 2, gpus_per_node: 4, intra: nvswitch}\n");
 }
+// One node of 8 H100 (type 0) and one of 8 V100 (type 1).
 std::string H100AndV100() {
   return ClusterYaml("arena_h100_v100",
                      "  - {name: h100, gpu: h100-sxm, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
                      "  - {name: v100, gpu: v100-32g, nodes: 1, gpus_per_node: 8, intra: nvlink-mesh}\n");
 }
+// One node of 4 T4 (16 GB each).
+std::string FourT4() {
+  return ClusterYaml("arena_4xt4", "  - {name: t4, gpu: t4, nodes: 1, gpus_per_node: 4, intra: pcie}\n");
+}
+
+std::unique_ptr<Policy> Arena(const std::string& spec = "arena") {
+  auto p = PolicyRegistry::Builtin().Create(spec, PolicyContext{});
+  EXPECT_TRUE(p.ok()) << spec << ": " << p.status().ToString();
+  return std::move(p).value();
+}
+
+PlanMode ModeOf(const std::string& spec) { return Arena(spec)->traits().plan_mode; }
 
 std::string Show(const Decision& d, const Cluster& c) {
   std::string s;
   for (const auto& [job, alloc] : d.assign) s += (s.empty() ? "j" : "; j") + std::to_string(job) + "=" + alloc.ToString(c);
+  for (const auto& [job, why] : d.reject) s += (s.empty() ? "reject j" : "; reject j") + std::to_string(job) + ": " + why;
   return s;
 }
 
-TEST(ArenaProbe, Rates) {
+Allocation On(int type, std::vector<Placement> parts) { return Allocation{type, std::move(parts)}; }
+
+// Each active job's allocation after `d` is applied (index -> allocation).
+std::map<int, Allocation> After(const Snapshot& snap, const Decision& d) {
+  std::map<int, Allocation> out;
+  for (const JobView* j : snap.jobs) out[j->index] = j->alloc;
+  for (const auto& [job, alloc] : d.assign) out[job] = alloc;
+  for (const auto& [job, why] : d.reject) out.erase(job);
+  return out;
+}
+
+const JobView* Find(const Snapshot& snap, int index) {
+  for (const JobView* j : snap.jobs)
+    if (j->index == index) return j;
+  return nullptr;
+}
+
+struct Expect {
+  bool keep_count = false;  // arena-no-elastic: every job on exactly its request
+  bool keep_type = false;   // arena-no-hetero: every job on its requested type
+};
+
+// The invariants every arena decision must keep; returns the final allocations.
+std::map<int, Allocation> CheckInvariants(const Snapshot& snap, const Decision& d, Expect e = {}) {
+  const Cluster& c = *snap.cluster;
+  // Each job named at most once, only active jobs; rejected jobs not assigned.
+  std::map<int, int> named;
+  for (const auto& [job, alloc] : d.assign) {
+    EXPECT_NE(Find(snap, job), nullptr) << "assigns unknown job " << job;
+    EXPECT_EQ(++named[job], 1) << "job " << job << " assigned twice";
+  }
+  for (const auto& [job, why] : d.reject) {
+    EXPECT_EQ(named.count(job), 0u) << "job " << job << " is both rejected and assigned";
+    EXPECT_FALSE(why.empty()) << "job " << job << " rejected without a reason";
+  }
+  // Apply the decision to the free map: release, then take.
+  std::vector<int> free(snap.free_gpus.begin(), snap.free_gpus.end());
+  for (const auto& [job, alloc] : d.assign) {
+    const JobView* j = Find(snap, job);
+    if (j == nullptr) continue;
+    for (const Placement& p : j->alloc.parts) free[p.node] += p.gpus;
+  }
+  for (const auto& [job, alloc] : d.assign) {
+    for (const Placement& p : alloc.parts) {
+      EXPECT_GE(p.node, 0);
+      EXPECT_LT(p.node, static_cast<int>(free.size()));
+      if (p.node < 0 || p.node >= static_cast<int>(free.size())) continue;
+      EXPECT_GT(p.gpus, 0) << "job " << job;
+      EXPECT_EQ(c.nodes()[p.node].type, alloc.type) << "job " << job << " on a node of another type";
+      free[p.node] -= p.gpus;
+    }
+  }
+  for (size_t n = 0; n < free.size(); ++n) {
+    EXPECT_GE(free[n], 0) << "node " << n << " over-committed by " << Show(d, c);
+    EXPECT_LE(free[n], c.nodes()[n].gpus) << "node " << n;
+  }
+  std::map<int, Allocation> after = After(snap, d);
+  for (const auto& [index, alloc] : after) {
+    const JobView& j = *Find(snap, index);
+    const JobSpec& s = *j.spec;
+    if (alloc.empty()) continue;
+    SCOPED_TRACE("job " + std::to_string(index) + " (" + s.id + ") on " + alloc.ToString(c));
+    for (size_t k = 1; k < alloc.parts.size(); ++k) EXPECT_LT(alloc.parts[k - 1].node, alloc.parts[k].node);
+    EXPECT_TRUE(snap.belief->Rate(s, alloc.type, alloc.gpus(), alloc.nodes()).fits) << "no plan fits the allocation";
+    if (RigidJob(j) || e.keep_count) {
+      EXPECT_EQ(alloc.gpus(), s.requested_gpus);
+    } else {
+      EXPECT_GE(alloc.gpus(), std::max(1, s.min_gpus));
+      EXPECT_LE(alloc.gpus(), s.max_gpus);
+    }
+    if (e.keep_type && !s.requested_gpu_type.empty()) EXPECT_EQ(alloc.type, c.FindType(s.requested_gpu_type));
+  }
+  return after;
+}
+
+// A mixed scenario on `demo` (h100 = type 0, a100 = 1, v100 = 2): GPT and
+// BERT jobs, elastic and rigid, running and pending, some naming a type.
+struct MixedCase {
+  explicit MixedCase(PlanMode mode) : f("demo", mode) {
+    int h100 = f.Type("h100-sxm"), a100 = f.Type("a100-80g"), v100 = f.Type("v100-32g");
+    JobView& j0 = f.AddJob(MakeJob("gpt-rigid-a100").Model("gpt3-1.3b").Batch(128).Gpus(8).Iterations(5e4));
+    f.Run(j0, f.Place(a100, 8), 0);
+    j0.done_iterations = 1e4;
+    JobView& j1 = f.AddJob(
+        MakeJob("bert-elastic-v100").Model("bert-large").Batch(256).Gpus(4).Elastic(2, 16).Iterations(2e5).Submit(Seconds(60)));
+    f.Run(j1, f.Place(v100, 4), Seconds(60));
+    j1.done_iterations = 5e3;
+    f.AddJob(MakeJob("gpt-elastic-typed").Model("gpt3-2.7b").Batch(128).Gpus(16).Elastic(8, 32).Type("a100-80g")
+                 .Iterations(3e4).Submit(Seconds(120)));
+    f.AddJob(MakeJob("gpt-tiny").Model("gpt3-350m").Batch(64).Gpus(1).Iterations(300).Submit(Seconds(180)));
+    JobView& j4 = f.AddJob(
+        MakeJob("bert-1.3b-h100").Model("bert__1.3B").Batch(128).Gpus(8).Elastic(4, 16).Iterations(8e4).Submit(Seconds(200)));
+    f.Run(j4, f.Place(h100, 8), Seconds(200));
+    j4.done_iterations = 2e3;
+    f.AddJob(MakeJob("gpt-6.7b-rigid").Model("gpt3-6.7b").Batch(256).Gpus(16).Iterations(2e4).Submit(Seconds(240)));
+    f.AddJob(MakeJob("bert-base-elastic").Model("bert-base").Batch(128).Gpus(2).Elastic(1, 8).Iterations(5e4).Submit(Seconds(300)));
+    JobView& j7 = f.AddJob(
+        MakeJob("gpt-760m-v100").Model("gpt3-760m").Batch(128).Gpus(4).Type("v100-32g").Iterations(4e4).Submit(Seconds(320)));
+    f.Run(j7, f.Place(v100, 4), Seconds(320));
+    j7.done_iterations = 1e3;
+    f.AddJob(MakeJob("gpt-13b-elastic").Model("gpt3-13b").Batch(256).Gpus(32).Elastic(16, 64).Iterations(1e4).Submit(Seconds(400)));
+    f.AddJob(MakeJob("gpt-125m-typed").Model("gpt3-125m").Batch(32).Gpus(2).Type("h100-sxm").Iterations(2e3).Submit(Seconds(420)));
+  }
+  PolicyFixture f;
+};
+
+const char* const kVariants[] = {"arena",    "arena-no-elastic",  "arena-no-hetero",
+                                 "arena-dp", "arena-no-backfill", "arena-full-search"};
+
+// 1. Invariants on a mixed scenario, for arena and every ablation.
+TEST(ArenaInvariants, MixedScenario) {
+  for (const char* name : kVariants) {
+    SCOPED_TRACE(name);
+    std::string spec = name;
+    MixedCase c(ModeOf(spec));
+    auto policy = Arena(spec);
+    Expect e;
+    e.keep_count = spec == "arena-no-elastic";
+    e.keep_type = spec == "arena-no-hetero";
+    for (double now : {600.0, 7200.0}) {
+      SCOPED_TRACE("now=" + std::to_string(now));
+      Snapshot snap = c.f.Snap(Seconds(now));
+      Decision d = policy->Decide(snap);
+      std::map<int, Allocation> after = CheckInvariants(snap, d, e);
+      EXPECT_TRUE(d.reject.empty()) << Show(d, c.f.cluster());
+      // The cluster is big enough that most of the work runs.
+      int running = 0;
+      for (const auto& [index, alloc] : after) running += !alloc.empty();
+      EXPECT_GE(running, 5) << Show(d, c.f.cluster());
+    }
+  }
+}
+
+TEST(ArenaInvariants, SameSnapshotSameDecision) {
+  for (const char* name : kVariants) {
+    SCOPED_TRACE(name);
+    MixedCase c(ModeOf(name));
+    Snapshot snap = c.f.Snap(Seconds(900));
+    auto policy = Arena(name);
+    Decision d1 = policy->Decide(snap);
+    Decision d2 = policy->Decide(snap);            // memoised belief, same policy
+    Decision d3 = Arena(name)->Decide(snap);       // a fresh policy
+    EXPECT_FALSE(d1.assign.empty());
+    EXPECT_EQ(d1.assign, d2.assign) << Show(d1, c.f.cluster()) << "\nvs\n" << Show(d2, c.f.cluster());
+    EXPECT_EQ(d1.reject, d2.reject);
+    EXPECT_EQ(d1.wake_at, d2.wake_at);
+    EXPECT_EQ(d1.assign, d3.assign) << Show(d1, c.f.cluster()) << "\nvs\n" << Show(d3, c.f.cluster());
+    EXPECT_EQ(d1.reject, d3.reject);
+  }
+}
+
+// Applying a decision and deciding again changes nothing (no thrashing).
+TEST(ArenaInvariants, StableOnItsOwnDecision) {
+  MixedCase c(PlanMode::kBest);
+  auto policy = Arena();
+  Snapshot snap = c.f.Snap(Seconds(600));
+  Decision d = policy->Decide(snap);
+  std::map<int, Allocation> after = CheckInvariants(snap, d);
+  // Rebuild the state the decision leads to.
+  PolicyFixture g("demo", PlanMode::kBest);
+  for (JobView& j : c.f.jobs()) {
+    testing::JobBuilder b = MakeJob(j.spec->id);
+    JobView& k = g.AddJob(b);
+    const_cast<JobSpec&>(*k.spec) = *j.spec;
+    k.total_iterations = j.total_iterations;
+    k.done_iterations = j.done_iterations;
+    k.first_start = j.first_start;
+    if (!after[j.index].empty()) g.Run(k, after[j.index], after[j.index] == j.alloc ? j.alloc_since : Seconds(600));
+  }
+  Decision again = Arena()->Decide(g.Snap(Seconds(600)));
+  EXPECT_EQ(Show(again, g.cluster()), "") << "first: " << Show(d, c.f.cluster());
+}
+
+// 2. A shrink admits a waiting job.
+TEST(ArenaShrink, ElasticJobShrinksForArrival) {
+  PolicyFixture f(TwoByFourA100(), PlanMode::kBest);
+  int a100 = f.Type("a100-80g");
+  JobView& big = f.AddJob(MakeJob("big").Model("gpt3-1.3b").Batch(128).Gpus(8).Elastic(1, 8).Iterations(1e5));
+  f.Run(big, On(a100, {{0, 4}, {1, 4}}), 0);
+  big.done_iterations = 100;
+  f.AddJob(MakeJob("short").Model("gpt3-350m").Batch(128).Gpus(2).Iterations(200).Submit(Seconds(3500)));
+  auto policy = Arena();
+  // Alone, the big job keeps everything.
+  Snapshot snap = f.Snap(Seconds(3600));
+  Decision d = policy->Decide(snap);
+  std::map<int, Allocation> after = CheckInvariants(snap, d);
+  EXPECT_GT(after[0].gpus(), 0) << Show(d, f.cluster());
+  EXPECT_LT(after[0].gpus(), 8) << Show(d, f.cluster());
+  EXPECT_EQ(after[1].gpus(), 2) << Show(d, f.cluster());
+}
+
+TEST(ArenaShrink, AloneKeepsEverything) {
+  PolicyFixture f(TwoByFourA100(), PlanMode::kBest);
+  int a100 = f.Type("a100-80g");
+  JobView& big = f.AddJob(MakeJob("big").Model("gpt3-1.3b").Batch(128).Gpus(8).Elastic(1, 8).Iterations(1e5));
+  f.Run(big, On(a100, {{0, 4}, {1, 4}}), 0);
+  big.done_iterations = 100;
+  EXPECT_EQ(Show(Arena()->Decide(f.Snap(Seconds(3600))), f.cluster()), "");
+}
+
+// 3. A job on slow GPUs moves to idle fast ones when the restart pays.
+TEST(ArenaMove, ToFasterTypeWhenRestartPays) {
+  for (double left : {1e4, 1.0}) {
+    SCOPED_TRACE("left=" + std::to_string(left));
+    PolicyFixture f(H100AndV100(), PlanMode::kBest);
+    int h100 = f.Type("h100-sxm"), v100 = f.Type("v100-32g");
+    JobView& j =
+        f.AddJob(MakeJob("j").Model("gpt3-1.3b").Batch(128).Gpus(8).Type("v100-32g").Iterations(1e4 + 100));
+    f.Run(j, f.Place(v100, 8), 0);
+    j.done_iterations = 1e4 + 100 - left;
+    Snapshot snap = f.Snap(Seconds(600));
+    Decision d = Arena()->Decide(snap);
+    std::map<int, Allocation> after = CheckInvariants(snap, d);
+    if (left > 100) {
+      EXPECT_EQ(Show(d, f.cluster()), "j0=h100-sxm x8 on n0:8");
+      EXPECT_EQ(after[0].type, h100);
+    } else {
+      EXPECT_EQ(Show(d, f.cluster()), "");  // one iteration left: not worth a restart
+    }
+    // arena-no-hetero keeps it on the V100s it asked for either way.
+    EXPECT_EQ(Show(Arena("arena-no-hetero")->Decide(snap), f.cluster()), "");
+  }
+}
+
+// 4. Backfill, then yield.
+//   phase 1: `hold` (4 GPUs, almost done) runs; `big` (8 GPUs, short) waits
+//   for it; `small` (2 GPUs, long) fits in the 4 free GPUs.
+//   phase 2: `hold` has finished: `big` takes the cluster, `small` yields.
+struct BackfillCase {
+  explicit BackfillCase(bool hold_done, const Allocation& small_alloc = {})
+      : f(TwoByFourA100(), PlanMode::kBest) {
+    int a100 = f.Type("a100-80g");
+    if (!hold_done) {
+      JobView& hold = f.AddJob(MakeJob("hold").Model("gpt3-350m").Batch(128).Gpus(4).Iterations(1e4));
+      f.Run(hold, On(a100, {{0, 4}}), 0);
+      hold.done_iterations = 1e4 - 20;
+    }
+    f.AddJob(MakeJob("big").Model("gpt3-350m").Batch(128).Gpus(8).Iterations(200).Submit(Seconds(100)));
+    JobView& small = f.AddJob(MakeJob("small").Model("gpt3-350m").Batch(128).Gpus(2).Iterations(1e5).Submit(Seconds(200)));
+    if (!small_alloc.empty()) f.Run(small, small_alloc, Seconds(300));
+  }
+  PolicyFixture f;
+};
+
+TEST(ArenaBackfill, SmallJobBackfillsThenYields) {
+  BackfillCase p1(/*hold_done=*/false);
+  Snapshot s1 = p1.f.Snap(Seconds(300));
+  Decision d1 = Arena()->Decide(s1);
+  std::map<int, Allocation> a1 = CheckInvariants(s1, d1);
+  EXPECT_EQ(a1[0], p1.f.jobs()[0].alloc) << "hold keeps its GPUs: " << Show(d1, p1.f.cluster());
+  EXPECT_TRUE(a1[1].empty()) << "big waits: " << Show(d1, p1.f.cluster());
+  ASSERT_EQ(a1[2].gpus(), 2) << "small is backfilled: " << Show(d1, p1.f.cluster());
+
+  BackfillCase p2(/*hold_done=*/true, a1[2]);
+  Snapshot s2 = p2.f.Snap(Seconds(330));
+  Decision d2 = Arena()->Decide(s2);
+  std::map<int, Allocation> a2 = CheckInvariants(s2, d2);
+  EXPECT_EQ(a2[0].gpus(), 8) << "big runs: " << Show(d2, p2.f.cluster());
+  EXPECT_TRUE(a2[1].empty()) << "small yields: " << Show(d2, p2.f.cluster());
+}
+
+TEST(ArenaBackfill, NoBackfillKeepsPriorityOrder) {
+  BackfillCase p1(/*hold_done=*/false);
+  Snapshot s1 = p1.f.Snap(Seconds(300));
+  Decision d1 = Arena("arena-no-backfill")->Decide(s1);
+  std::map<int, Allocation> a1 = CheckInvariants(s1, d1);
+  EXPECT_EQ(a1[0], p1.f.jobs()[0].alloc) << Show(d1, p1.f.cluster());
+  EXPECT_TRUE(a1[1].empty()) << Show(d1, p1.f.cluster());
+  EXPECT_TRUE(a1[2].empty()) << "small must not jump big: " << Show(d1, p1.f.cluster());
+  // Once the GPUs free up, big runs.
+  BackfillCase p2(/*hold_done=*/true);
+  Snapshot s2 = p2.f.Snap(Seconds(330));
+  std::map<int, Allocation> a2 = CheckInvariants(s2, Arena("arena-no-backfill")->Decide(s2));
+  EXPECT_EQ(a2[0].gpus(), 8);
+}
+
+// 5. Ablations.
+TEST(ArenaAblations, Traits) {
+  for (const char* name : kVariants) {
+    SCOPED_TRACE(name);
+    auto p = Arena(name);
+    EXPECT_EQ(p->name(), name);
+    PolicyTraits t = p->traits();
+    EXPECT_TRUE(t.searches_plans);
+    EXPECT_TRUE(t.uses_rounds);
+    EXPECT_FALSE(t.adapts_batch);
+    EXPECT_EQ(t.plan_mode, std::string(name) == "arena-dp" ? PlanMode::kDataParallel : PlanMode::kBest);
+    EXPECT_EQ(t.full_plan_search, std::string(name) == "arena-full-search");
+  }
+  EXPECT_EQ(Arena("arena:parallelism=dp")->traits().plan_mode, PlanMode::kDataParallel);
+  EXPECT_EQ(Arena("arena-dp:parallelism=best")->traits().plan_mode, PlanMode::kBest);
+  EXPECT_TRUE(Arena("arena:full_search=true")->traits().full_plan_search);
+}
+
+// Elastic jobs on an otherwise idle cluster: arena grows them, no-elastic
+// keeps every job at its request.
+TEST(ArenaAblations, NoElasticKeepsRequestedCounts) {
+  PolicyFixture f(TwoByFourA100(), PlanMode::kBest);
+  f.AddJob(MakeJob("a").Model("gpt3-1.3b").Batch(128).Gpus(2).Elastic(1, 8).Iterations(1e5));
+  f.AddJob(MakeJob("b").Model("bert-large").Batch(256).Gpus(1).Elastic(1, 4).Iterations(1e5));
+  Snapshot snap = f.Snap(Seconds(60));
+  Decision grow = Arena()->Decide(snap);
+  std::map<int, Allocation> g = CheckInvariants(snap, grow);
+  EXPECT_GT(g[0].gpus() + g[1].gpus(), 3) << "arena uses the idle GPUs: " << Show(grow, f.cluster());
+  Decision keep = Arena("arena-no-elastic")->Decide(snap);
+  std::map<int, Allocation> k = CheckInvariants(snap, keep, {.keep_count = true});
+  EXPECT_EQ(k[0].gpus(), 2) << Show(keep, f.cluster());
+  EXPECT_EQ(k[1].gpus(), 1) << Show(keep, f.cluster());
+  EXPECT_EQ(Arena("arena:elastic=false")->Decide(snap).assign, keep.assign);
+}
+
+TEST(ArenaAblations, NoHeteroKeepsRequestedType) {
   PolicyFixture f(H100AndV100(), PlanMode::kBest);
-  for (const char* m : {"gpt3-350m", "gpt3-1.3b", "gpt3-2.7b", "bert-large"}) {
-    JobSpec s = MakeJob("x").Model(m).Batch(128).spec();
-    for (int t = 0; t < 2; ++t)
-      for (int g : {1, 2, 4, 8}) {
-        const JobRate& r = f.belief().Rate(s, t, g, 1);
-        std::printf("%s t%d g%d fits=%d iter=%.4f\n", m, t, g, r.fits, r.iteration_time_s);
-      }
+  int h100 = f.Type("h100-sxm"), v100 = f.Type("v100-32g");
+  f.AddJob(MakeJob("a").Model("gpt3-1.3b").Batch(128).Gpus(4).Type("v100-32g").Iterations(1e4));
+  f.AddJob(MakeJob("b").Model("gpt3-350m").Batch(128).Gpus(2).Type("v100-32g").Iterations(1e4));
+  Snapshot snap = f.Snap(Seconds(60));
+  // arena puts at least one of them on the idle, ~10x faster H100s.
+  std::map<int, Allocation> any = CheckInvariants(snap, Arena()->Decide(snap));
+  EXPECT_TRUE(any[0].type == h100 || any[1].type == h100);
+  Decision d = Arena("arena-no-hetero")->Decide(snap);
+  std::map<int, Allocation> same = CheckInvariants(snap, d, {.keep_type = true});
+  EXPECT_EQ(same[0].type, v100) << Show(d, f.cluster());
+  EXPECT_EQ(same[1].type, v100) << Show(d, f.cluster());
+  EXPECT_EQ(same[0].gpus(), 4);
+  EXPECT_EQ(same[1].gpus(), 2);
+}
+
+// 6. A job that fits nowhere is rejected, not assigned; the others run.
+TEST(ArenaReject, HugeModelOnSmallGpus) {
+  PolicyFixture f(FourT4(), PlanMode::kBest);
+  f.AddJob(MakeJob("huge").Model("gpt3-175b").Batch(64).Gpus(4).Iterations(100));
+  f.AddJob(MakeJob("huge-elastic").Model("gpt3-175b").Batch(64).Gpus(2).Elastic(1, 4).Iterations(100));
+  f.AddJob(MakeJob("ok").Model("gpt3-125m").Batch(32).Gpus(1).Iterations(100));
+  Snapshot snap = f.Snap(0);
+  Decision d = Arena()->Decide(snap);
+  CheckInvariants(snap, d);
+  ASSERT_EQ(d.reject.size(), 2u) << Show(d, f.cluster());
+  EXPECT_EQ(d.reject[0].first, 0);
+  EXPECT_EQ(d.reject[1].first, 1);
+  EXPECT_NE(d.reject[0].second.find("does not fit"), std::string::npos) << d.reject[0].second;
+  EXPECT_EQ(Show(Decision{d.assign, {}, kNever}, f.cluster()), "j2=t4 x1 on n0:1");
+}
+
+TEST(ArenaReject, MoreGpusThanTheCluster) {
+  PolicyFixture f(TwoByFourA100(), PlanMode::kBest);
+  f.AddJob(MakeJob("wide").Model("gpt3-350m").Batch(128).Gpus(16).Iterations(100));
+  Decision d = Arena()->Decide(f.Snap(0));
+  ASSERT_EQ(d.reject.size(), 1u) << Show(d, f.cluster());
+  EXPECT_TRUE(d.assign.empty());
+  EXPECT_NE(d.reject[0].second.find("16"), std::string::npos) << d.reject[0].second;
+}
+
+// 7. Bad options.
+TEST(ArenaOptions, BadOptionsAreRejected) {
+  struct Row {
+    const char* spec;
+    const char* needle;
+  };
+  for (const Row& r : {Row{"arena:aging=0", "aging"}, Row{"arena:aging=-1", "aging"},
+                       Row{"arena:storage_gbs=0", "storage_gbs"}, Row{"arena:restart_overhead=-3", "restart_overhead"},
+                       Row{"arena:aging=soon", "aging"}, Row{"arena:elastic=maybe", "elastic"},
+                       Row{"arena-no-backfill:backfill=2", "backfill"}, Row{"arena:parallelism=weird", "weird"},
+                       Row{"arena:bogus=1", "unknown option 'bogus'"}, Row{"arena:aging", "key=value"}}) {
+    SCOPED_TRACE(r.spec);
+    auto p = PolicyRegistry::Builtin().Create(r.spec, PolicyContext{});
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find(r.needle), std::string::npos) << p.status().ToString();
+  }
+  EXPECT_NE(PolicyRegistry::Builtin().Create("arena:parallelism=weird", {}).status().message().find("arena"),
+            std::string::npos);
+  for (const char* ok : {"arena:aging=3600:restart_overhead=0:storage_gbs=10:search_s_per_gpu=0:search_cap=0",
+                         "arena:elastic=false:hetero=no:backfill=off:full_search=1:parallelism=dp"}) {
+    EXPECT_TRUE(PolicyRegistry::Builtin().Create(ok, {}).ok()) << ok;
   }
 }
 
