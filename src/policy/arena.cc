@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "model/catalog.h"
@@ -18,6 +19,10 @@ struct ArenaParams {
   bool hetero = true;
   bool backfill = true;
   bool full_search = false;
+  // Hand out GPUs by marginal value per GPU (default); false: job by job
+  // in weight order, each its most valuable grid (an alternative allocator,
+  // for comparison; arena-no-backfill uses it with blocking).
+  bool marginal = true;
   PlanMode plan_mode = PlanMode::kBest;
   double aging_s = 86400;
   double restart_overhead_s = 10;
@@ -56,7 +61,7 @@ class ArenaPolicy : public Policy {
     std::vector<int> capacity = UpGpusByType(snap);
     Decision reject;
     std::vector<JobCurves> curves;
-    std::vector<std::pair<double, JobCurves>> ranked;  // for the no-backfill order
+    std::vector<std::pair<double, JobCurves>> ranked;  // for the priority order
     for (const JobView* job : snap.jobs) {
       std::vector<Grid> grids = Grids(*job, snap);
       if (grids.empty()) {
@@ -96,14 +101,18 @@ class ArenaPolicy : public Policy {
         if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
       }
       if (jc.types.empty()) continue;
-      if (p_.backfill) {
+      if (p_.backfill && p_.marginal) {
         curves.push_back(std::move(jc));
       } else {
         ranked.push_back({weight, std::move(jc)});
       }
     }
-    std::vector<GoodputGrant> grants =
-        p_.backfill ? AllocateByMarginalUtility(curves, capacity) : StrictOrder(std::move(ranked), capacity, snap);
+    std::vector<GoodputGrant> grants;
+    if (p_.backfill && p_.marginal) {
+      grants = AllocateByMarginalUtility(curves, capacity);
+    } else {
+      grants = InPriorityOrder(std::move(ranked), capacity, /*block=*/!p_.backfill);
+    }
     Decision d = PlaceGrants(snap, grants);
     d.reject = std::move(reject.reject);
     // A rejected job must not also be assigned.
@@ -129,7 +138,8 @@ class ArenaPolicy : public Policy {
       int lo = std::max(1, s.min_gpus), hi = std::max(lo, s.max_gpus);
       for (int g = 1; g <= hi; g *= 2)
         if (g >= lo) counts.push_back(g);
-      counts.push_back(req);
+      if (req >= lo && req <= hi) counts.push_back(req);
+      if (counts.empty()) counts.push_back(lo);
       std::sort(counts.begin(), counts.end());
       counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     } else {
@@ -169,28 +179,55 @@ class ArenaPolicy : public Policy {
     return save + CheckpointS(job, g.nodes) + p_.restart_overhead_s + search;
   }
 
-  // arena-no-backfill: jobs in weight order, each its best-valued grid per
-  // GPU that fits; the first job that fits nowhere blocks the rest.
-  std::vector<GoodputGrant> StrictOrder(std::vector<std::pair<double, JobCurves>> ranked, std::vector<int> capacity,
-                                        const Snapshot& snap) {
+  // Jobs in weight order: each takes its most valuable grid that fits
+  // and holds at least its request (the request clamped to the job's grid
+  // sizes); when none does, shrunk, its most valuable grid that fits. A job
+  // for which nothing fits is skipped (backfill: later jobs use what is
+  // left). For arena-no-backfill, a waiting job that cannot get its request
+  // blocks every waiting job behind it.
+  static std::vector<GoodputGrant> InPriorityOrder(std::vector<std::pair<double, JobCurves>> ranked,
+                                                   std::vector<int> capacity, bool block) {
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<GoodputGrant> out;
+    bool blocked = false;
     for (const auto& [w, jc] : ranked) {
-      const CurvePoint* best = nullptr;
-      int best_type = -1;
+      int smallest = std::numeric_limits<int>::max(), largest = 0;
+      for (const TypeCurve& tc : jc.types) {
+        smallest = std::min(smallest, tc.points[1].gpus);
+        largest = std::max(largest, tc.points.back().gpus);
+      }
+      const int request = std::clamp(std::max(1, jc.job->spec->requested_gpus), smallest, largest);
+      const CurvePoint* full = nullptr;
+      const CurvePoint* shrunk = nullptr;
+      int full_type = -1, shrunk_type = -1;
       for (const TypeCurve& tc : jc.types) {
         for (size_t k = 1; k < tc.points.size(); ++k) {
           const CurvePoint& p = tc.points[k];
           if (p.gpus > capacity[tc.type]) continue;
-          if (best == nullptr || p.utility / p.gpus > best->utility / best->gpus) {
-            best = &p;
-            best_type = tc.type;
+          if (p.gpus >= request) {
+            if (full == nullptr || p.utility > full->utility) {
+              full = &p;
+              full_type = tc.type;
+            }
+          } else if (shrunk == nullptr || p.utility > shrunk->utility) {
+            shrunk = &p;
+            shrunk_type = tc.type;
           }
         }
       }
-      if (best == nullptr) break;
-      capacity[best_type] -= best->gpus;
-      out.push_back({jc.job, best_type, best->gpus});
+      const bool running = !jc.job->alloc.empty();
+      if (blocked && !running) continue;
+      if (block && full == nullptr && !running) {
+        // No backfill: a waiting job that cannot get its request stops
+        // every waiting job behind it (running ones may still shrink).
+        blocked = true;
+        continue;
+      }
+      const CurvePoint* pick = full != nullptr ? full : shrunk;
+      int type = full != nullptr ? full_type : shrunk_type;
+      if (pick == nullptr) continue;
+      capacity[type] -= pick->gpus;
+      out.push_back({jc.job, type, pick->gpus});
     }
     return out;
   }
@@ -216,7 +253,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
   for (auto [key, out] : {std::pair<const char*, bool*>{"elastic", &p.elastic},
                           {"hetero", &p.hetero},
                           {"backfill", &p.backfill},
-                          {"full_search", &p.full_search}}) {
+                          {"full_search", &p.full_search},
+                          {"marginal", &p.marginal}}) {
     auto v = o.GetBool(key, *out);
     if (!v.ok()) return v.status();
     *out = *v;
@@ -247,7 +285,8 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
   const std::vector<std::string> options = {
       "aging=<seconds> (default 86400)", "restart_overhead=<s> (default 10)", "storage_gbs=<GB/s per node> (default 2)",
       "search_s_per_gpu=<s> (default 10)", "search_cap=<s> (default 40)", "elastic=true|false",
-      "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp"};
+      "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp",
+      "marginal=true|false (default true; false: job by job in weight order)"};
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "

@@ -17,10 +17,16 @@
 // restart overhead, the pruned plan search; 0 for the current grid), so a
 // change pays only when it gains more than it costs. GPUs go by marginal
 // value per GPU (policy/goodput_alloc.h: each job on one type, largest
-// gain first), which also backfills: every GPU left after the big jobs
-// goes to whichever job gains from it, and yields when the next round
-// values it higher elsewhere. Placement packs jobs on the fewest nodes,
-// keeping unchanged jobs where they are.
+// gain first), so a running job shrinks when its GPUs are worth more to a
+// heavier job, jobs move to types where they gain most, and GPUs left
+// after the big jobs go to whichever job gains from them (backfill); a
+// backfilled job yields when a later decision values its GPUs higher
+// elsewhere. Grids are powers of two plus the request, so a few GPUs can
+// stay idle. Placement packs jobs on the fewest nodes, keeping unchanged
+// jobs where they are. The option marginal=false serves jobs one by one
+// in weight order instead (each its most valuable grid holding its
+// request, shrunk if none fits): 5% shorter JCTs on the lightly loaded
+// Arena traces, much longer on the congested runtime trace.
 //
 // Parameters (options, all named): aging (seconds, default 86400),
 // restart_overhead (s, 10), storage_gbs (per node, 2), search_s_per_gpu
@@ -31,8 +37,9 @@
 //   arena-no-elastic   each job keeps its requested GPU count;
 //   arena-no-hetero    each job keeps its requested GPU type;
 //   arena-dp           data-parallel plans only (as the baselines);
-//   arena-no-backfill  strict priority order: a job that cannot get its
-//                      request blocks every job after it;
+//   arena-no-backfill  a waiting job that cannot get its request blocks
+//                      every waiting job after it (in arena's weight
+//                      order); running jobs may still keep or shrink;
 //   arena-full-search  restarts pay a full plan search (150 s per GPU, at
 //                      most 600 s) instead of the grid-pruned one.
 //
