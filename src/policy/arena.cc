@@ -23,6 +23,9 @@ struct ArenaParams {
   // in weight order, each its most valuable grid (an alternative allocator,
   // for comparison; arena-no-backfill uses it with blocking).
   bool marginal = true;
+  // Profiling a new job before it is placed (policy/profiling.h).
+  ProfilingKind profiling = ProfilingKind::kDisaggregated;
+  double profile_config_s = 60;
   PlanMode plan_mode = PlanMode::kBest;
   double aging_s = 86400;
   double restart_overhead_s = 10;
@@ -52,6 +55,9 @@ class ArenaPolicy : public Policy {
     traits_.plan_mode = p.plan_mode;
     traits_.searches_plans = true;
     traits_.full_plan_search = p.full_search;
+    traits_.profiling.kind = p.profiling;
+    traits_.profiling.per_config_s = p.profile_config_s;
+    traits_.profiling.all_types = p.hetero;
   }
   std::string_view name() const override { return name_; }
   PolicyTraits traits() const override { return traits_; }
@@ -243,7 +249,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
                           {"restart_overhead", &p.restart_overhead_s},
                           {"storage_gbs", &p.storage_gbs},
                           {"search_s_per_gpu", &p.search_s_per_gpu},
-                          {"search_cap", &p.search_cap_s}}) {
+                          {"search_cap", &p.search_cap_s},
+                          {"profile_config_s", &p.profile_config_s}}) {
     auto v = o.GetDouble(key, *out);
     if (!v.ok()) return v.status();
     if (!(*v >= 0)) return InvalidArgument(std::string("arena: ") + key + " must be >= 0");
@@ -258,6 +265,11 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
     auto v = o.GetBool(key, *out);
     if (!v.ok()) return v.status();
     *out = *v;
+  }
+  if (o.Has("profiling")) {
+    auto k = ParseProfilingKind(o.GetString("profiling", "disaggregated"));
+    if (!k.ok()) return InvalidArgument("arena: " + k.status().message());
+    p.profiling = *k;
   }
   if (o.Has("parallelism")) {
     auto m = ParsePlanMode(o.GetString("parallelism", "best"));
@@ -286,7 +298,8 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
       "aging=<seconds> (default 86400)", "restart_overhead=<s> (default 10)", "storage_gbs=<GB/s per node> (default 2)",
       "search_s_per_gpu=<s> (default 10)", "search_cap=<s> (default 40)", "elastic=true|false",
       "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp",
-      "marginal=true|false (default true; false: job by job in weight order)"};
+      "marginal=true|false (default true; false: job by job in weight order)",
+      "profiling=disaggregated|direct|none (default disaggregated)", "profile_config_s=<s per profiled configuration> (default 60)"};
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "

@@ -28,6 +28,11 @@
 // request, shrunk if none fits): 5% shorter JCTs on the lightly loaded
 // Arena traces, much longer on the congested runtime trace.
 //
+// A new job is profiled before its first placement (policy/profiling.h):
+// disaggregated by default (one GPU per type and stage count, 60 s each);
+// profiling=direct profiles every grid instead, profiling=none skips it,
+// so the two show what disaggregation saves.
+//
 // Parameters (options, all named): aging (seconds, default 86400),
 // restart_overhead (s, 10), storage_gbs (per node, 2), search_s_per_gpu
 // (10) and search_cap (40) — the pruned search Arena's grids allow — and
@@ -43,7 +48,7 @@
 //   arena-full-search  restarts pay a full plan search (150 s per GPU, at
 //                      most 600 s) instead of the grid-pruned one.
 //
-// Not yet (issue 5): disaggregated profiling costs, load-aware estimates
+// Not yet (issue 5): load-aware estimates
 // (shared uplinks), rack locality, bounded shrink/type-change search and
 // explicit defragmenting migration; deadlines are ignored.
 #pragma once

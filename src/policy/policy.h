@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "policy/profiling.h"
 #include "policy/snapshot.h"
 #include "policy/throughput.h"
 
@@ -37,6 +38,8 @@ struct PolicyTraits {
   // Each arriving job with an agent is profiled on one GPU of every type
   // (Sia's bootstrapping), so its per-type models start with those steps.
   bool profiles_types = false;
+  // What profiling a new job costs before the policy sees it (arena).
+  ProfilingModel profiling;
 };
 
 class Policy {

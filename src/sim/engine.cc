@@ -26,9 +26,10 @@ enum class EventKind : int {
   kEpoch = 2,      // an app job crossed an epoch boundary: its rate changes
   kNodeRepair = 3,
   kNodeFail = 4,
-  kArrival = 5,
-  kRound = 6,
-  kWake = 7,
+  kProfiled = 5,   // a new job's profiling finished: the policy may place it
+  kArrival = 6,
+  kRound = 7,
+  kWake = 8,
 };
 
 struct Event {
@@ -46,7 +47,7 @@ struct Event {
   }
 };
 
-enum class Status_ { kNotArrived, kActive, kFinished, kRejected };
+enum class Status_ { kNotArrived, kProfiling, kActive, kFinished, kRejected };
 
 struct JobState {
   JobView view;
@@ -438,9 +439,41 @@ struct Simulator::Impl {
       Log("reject job=" + j.view.spec->id + " reason=" + why);
       return;
     }
+    // Profiles are kept per (model, batch): a job whose shape was profiled
+    // (or is being profiled) waits only for that profile.
+    double profiling = 0;
+    if (traits.profiling.kind != ProfilingKind::kNone) {
+      auto key = std::make_pair(j.view.spec->model, j.view.spec->global_batch);
+      auto it = profiled_at.find(key);
+      if (it == profiled_at.end()) {
+        profiling = traits.profiling.Seconds(*j.view.spec, cluster);
+        profiled_at.emplace(key, now + Seconds(profiling));
+      } else {
+        profiling = std::max(0.0, ToSeconds(it->second - now));
+      }
+    }
+    if (profiling > 0) {
+      // Profiled before the policy sees it; it waits meanwhile.
+      j.status = Status_::kProfiling;
+      ++profiling_jobs;
+      Log("arrive job=" + j.view.spec->id + " profiling_s=" + FormatIter(profiling));
+      Push(now + Seconds(profiling), EventKind::kProfiled, index, j.version);
+      return;
+    }
     j.status = Status_::kActive;
     active.push_back(&j.view);  // arrivals come in index order
     Log("arrive job=" + j.view.spec->id);
+    decision_needed = true;
+    if (traits.uses_rounds && next_round == kNever) ScheduleRound();
+  }
+
+  void Profiled(JobState& j) {
+    Touch(j);
+    --profiling_jobs;
+    j.status = Status_::kActive;
+    const JobView* p = &j.view;
+    active.insert(std::lower_bound(active.begin(), active.end(), p), p);
+    Log("profiled job=" + j.view.spec->id);
     decision_needed = true;
     if (traits.uses_rounds && next_round == kNever) ScheduleRound();
   }
@@ -726,6 +759,8 @@ struct Simulator::Impl {
 
   int64_t truth_fallbacks = 0;
   int down_gpus = 0;
+  int profiling_jobs = 0;  // arrived, still being profiled
+  std::map<std::pair<std::string, int>, SimTime> profiled_at;  // (model, batch) -> profile ready
 
   // --- the loop ------------------------------------------------------------------
 
@@ -849,7 +884,8 @@ struct Simulator::Impl {
       now = end;
       for (int idx : running) Touch(jobs[idx]);
       for (JobState& j : jobs) {
-        if (j.status == Status_::kActive && j.view.phase == JobPhase::kPending) Touch(j);
+        if ((j.status == Status_::kActive || j.status == Status_::kProfiling) && j.view.phase == JobPhase::kPending)
+          Touch(j);
       }
       now = saved;
     }
@@ -864,7 +900,7 @@ struct Simulator::Impl {
   // starting, no job-changing events queued, and the policy started nothing
   // on the last decision (only rounds/failures would follow forever).
   bool Stalled() const {
-    if (next_arrival < workload.jobs.size() || !running.empty()) return false;
+    if (next_arrival < workload.jobs.size() || !running.empty() || profiling_jobs > 0) return false;
     if (active.empty()) return false;
     // A round-based policy may wait for its next round to act.
     if (traits.uses_rounds && !last_decision_at_round) return false;
@@ -893,6 +929,11 @@ struct Simulator::Impl {
       case EventKind::kEpoch: {
         JobState& j = jobs[e.target];
         if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kRunning) HandleEpoch(j);
+        break;
+      }
+      case EventKind::kProfiled: {
+        JobState& j = jobs[e.target];
+        if (j.status == Status_::kProfiling && j.version == e.version) Profiled(j);
         break;
       }
       case EventKind::kNodeFail:
