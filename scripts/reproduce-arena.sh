@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Reproduces README.md's tables for tessel's own policy (arena): every
+# policy on the three Arena traces on arena-1280 and on the runtime trace on
+# arena-testbed-32; the same with Arena's measured times as truth; the
+# ablations. Needs the shared data (TESSEL_DATA or ../shared/data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/build.sh >/dev/null
+DATA="${TESSEL_DATA:-$(pwd)/../shared/data}"
+ALL=fcfs,tiresias,gandiva,gavel,elasticflow,pollux,sia,arena
+ABLATIONS=arena,arena-no-elastic,arena-no-hetero,arena-dp,arena-no-backfill,arena-full-search
+for t in philly venus pai; do
+  trace="$DATA/arena/traces/simulate_trace_$t.csv"
+  echo "== $t on arena-1280 (estimator truth)"
+  build/tessel compare --cluster arena-1280 --trace "$trace" --policies "$ALL"
+  echo "== $t on arena-1280 (--truth arena-db)"
+  build/tessel compare --cluster arena-1280 --trace "$trace" --truth arena-db --policies gavel,elasticflow,pollux,sia,arena
+  echo "== $t ablations"
+  build/tessel compare --cluster arena-1280 --trace "$trace" --policies "$ABLATIONS"
+done
+runtime="$DATA/arena/traces/runtime_trace.csv"
+echo "== runtime trace on arena-testbed-32"
+build/tessel compare --cluster arena-testbed-32 --trace "$runtime" --arena-iteration-divisor 1 --policies "$ALL"
+echo "== runtime trace ablations"
+build/tessel compare --cluster arena-testbed-32 --trace "$runtime" --arena-iteration-divisor 1 --policies "$ABLATIONS"
