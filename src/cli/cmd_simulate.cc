@@ -150,7 +150,7 @@ CommandAction SetupSimulate(CLI::App& app, CommandIo io) {
   auto flags = std::make_shared<SimFlags>();
   auto policy = std::make_shared<std::string>("fcfs");
   flags->Add(app);
-  app.add_option("--policy", *policy, "Policy spec, e.g. fcfs, fcfs:backfill=easy, tiresias, gavel (default fcfs)");
+  app.add_option("--policy", *policy, "Policy spec, e.g. fcfs, fcfs:backfill=easy, tiresias, gavel, pollux, sia, arena (default fcfs; see `tessel policies`)");
   app.footer(kSimFooter);
   return [io, flags, policy] {
     auto setup = ResolveSim(*flags);
@@ -177,11 +177,11 @@ CommandAction SetupSimulate(CLI::App& app, CommandIo io) {
 
 CommandAction SetupCompare(CLI::App& app, CommandIo io) {
   auto flags = std::make_shared<SimFlags>();
-  auto policies = std::make_shared<std::string>("fcfs,srtf,tiresias,gandiva,gavel,gavel-throughput,elasticflow,pollux,sia,optimus");
+  auto policies = std::make_shared<std::string>("fcfs,srtf,tiresias,gandiva,gavel,gavel-throughput,elasticflow,pollux,sia,optimus,arena");
   flags->Add(app);
   auto each = std::make_shared<bool>(false);
   app.add_option("--policies", *policies,
-                 "Comma-separated policy specs (default: every built-in policy)");
+                 "Comma-separated policy specs (default: every built-in policy but the arena ablations)");
   app.add_flag("--each", *each,
                "Simulate each trace file of --trace (directories: their *.csv) on its own and print average JCT "
                "per file and policy, the mean over files and each policy's mean against the best other's");

@@ -308,7 +308,7 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
            Variant{"arena-no-elastic", "arena ablation: jobs keep their requested GPU count", no_elastic},
            Variant{"arena-no-hetero", "arena ablation: jobs keep their requested GPU type", no_hetero},
            Variant{"arena-dp", "arena ablation: data-parallel plans only", dp},
-           Variant{"arena-no-backfill", "arena ablation: strict priority order, no backfilling", no_backfill},
+           Variant{"arena-no-backfill", "arena ablation: a waiting job that cannot get its request blocks the jobs behind it (no backfilling)", no_backfill},
            Variant{"arena-full-search", "arena ablation: restarts pay a full plan search", full_search},
        }) {
     ArenaParams params = v.params;
