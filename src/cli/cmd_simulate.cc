@@ -87,11 +87,18 @@ int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::stri
     io.err << "error: --each needs --trace files or directories of them\n";
     return 2;
   }
+  if (flags.json || !flags.out.empty() || !flags.event_log.empty()) {
+    io.err << "error: --each prints one table; it does not take --json, --out or --event-log (run a trace on its "
+              "own for those)\n";
+    return 2;
+  }
   std::vector<std::string> header = {"trace"};
   for (const std::string& p : specs) header.push_back(p + " avg JCT s");
   TextTable table(header);
   std::vector<double> sum(specs.size(), 0.0);
   std::vector<int> unfinished(specs.size(), 0);
+  std::vector<int> empty_files(specs.size(), 0);  // files where the policy finished no job
+  std::vector<std::string> shown;
   std::string cluster_name;
   for (const std::string& file : files) {
     SimFlags per = flags;
@@ -104,6 +111,13 @@ int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::stri
       return ExitCode(setup.status());
     }
     cluster_name = setup->cluster.name();
+    for (const std::string& n : setup->notes) {
+      // Notes name the file they come from; say each only once.
+      if (std::find(shown.begin(), shown.end(), n) == shown.end()) {
+        io.err << "note: " << n << "\n";
+        shown.push_back(n);
+      }
+    }
     std::vector<std::string> row = {std::filesystem::path(file).filename().string()};
     for (size_t i = 0; i < specs.size(); ++i) {
       auto result = RunPolicy(*setup, per, specs[i], io.err);
@@ -113,6 +127,11 @@ int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::stri
       }
       const Summary& s = result->summary;
       unfinished[i] += s.jobs_total - s.jobs_finished;
+      if (s.jobs_finished == 0) {
+        ++empty_files[i];
+        row.push_back("-");
+        continue;
+      }
       sum[i] += s.avg_jct_s;
       row.push_back(FormatDouble(s.avg_jct_s, 5));
     }
@@ -121,16 +140,17 @@ int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::stri
   std::vector<std::string> mean_row = {"mean"};
   std::vector<double> mean(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    mean[i] = sum[i] / files.size();
-    mean_row.push_back(FormatDouble(mean[i], 5));
+    // A policy that finished nothing on some file has no mean.
+    mean[i] = empty_files[i] > 0 ? 0 : sum[i] / files.size();
+    mean_row.push_back(empty_files[i] > 0 ? "-" : FormatDouble(mean[i], 5));
   }
   table.AddRow(mean_row);
   std::vector<std::string> vs_row = {"vs best other"};
   for (size_t i = 0; i < specs.size(); ++i) {
     double best = 0;
     for (size_t k = 0; k < specs.size(); ++k)
-      if (k != i && (best == 0 || mean[k] < best)) best = mean[k];
-    vs_row.push_back(best > 0 ? FormatDouble(100.0 * (mean[i] / best - 1.0), 3) + "%" : "-");
+      if (k != i && mean[k] > 0 && (best == 0 || mean[k] < best)) best = mean[k];
+    vs_row.push_back(best > 0 && mean[i] > 0 ? FormatDouble(100.0 * (mean[i] / best - 1.0), 3) + "%" : "-");
   }
   table.AddRow(vs_row);
   io.out << "cluster " << cluster_name << ", " << files.size() << " traces, each simulated on its own\n"

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -126,17 +127,27 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     if (!h.ok()) return h.status();
     c.horizon = *h;
   }
-  if (f.node_mtbf_h < 0 || f.repair_h < 0 || f.checkpoint_interval_s < 0 || !(f.storage_gbs > 0) ||
-      !(f.time_scale > 0)) {
+  // Times become integer microseconds: keep them finite and representable.
+  constexpr double kMaxSeconds = 1e9;  // about 31 years
+  auto seconds_ok = [&](double v) { return std::isfinite(v) && v >= 0 && v <= kMaxSeconds; };
+  if (!seconds_ok(f.node_mtbf_h * 3600) || !seconds_ok(f.repair_h * 3600) || !seconds_ok(f.checkpoint_interval_s) ||
+      !(f.storage_gbs > 0) || !std::isfinite(f.storage_gbs) || !(f.time_scale > 0) || !std::isfinite(f.time_scale)) {
     return InvalidArgument(
-        "--node-mtbf-h, --repair-h and --checkpoint-interval must be >= 0; --storage-gbs and --time-scale > 0");
+        "--node-mtbf-h, --repair-h and --checkpoint-interval: expected finite values >= 0 (at most 1e9 s); "
+        "--storage-gbs and --time-scale: expected finite values > 0");
   }
   c.failures.node_mtbf_s = f.node_mtbf_h * 3600;
   c.failures.repair_s = f.repair_h * 3600;
   c.failures.checkpoint_interval_s = f.checkpoint_interval_s;
   c.reconfig.storage_gbs_per_node = f.storage_gbs;
-  if ((f.restart_overhead_s < 0 && f.restart_overhead_s != -1) || (f.start_overhead_s < 0 && f.start_overhead_s != -1)) {
-    return InvalidArgument("--restart-overhead and --start-overhead: expected seconds >= 0");
+  // -1 (the flags' default) means "the workload's default".
+  if ((f.restart_overhead_s != -1 && !seconds_ok(f.restart_overhead_s)) ||
+      (f.start_overhead_s != -1 && !seconds_ok(f.start_overhead_s))) {
+    return InvalidArgument("--restart-overhead and --start-overhead: expected finite seconds >= 0 (at most 1e9)");
+  }
+  if (f.arena_iteration_divisor < 1) {
+    return InvalidArgument("--arena-iteration-divisor: expected an integer >= 1, got " +
+                           std::to_string(f.arena_iteration_divisor));
   }
   c.reconfig.restart_overhead_s = f.restart_overhead_s >= 0 ? f.restart_overhead_s : (app_defaults ? 30 : 10);
   c.reconfig.start_overhead_s = f.start_overhead_s >= 0 ? f.start_overhead_s : (app_defaults ? 30 : 0);

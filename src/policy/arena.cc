@@ -257,6 +257,12 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
     *out = *v;
   }
   if (!(p.aging_s > 0) || !(p.storage_gbs > 0)) return InvalidArgument("arena: aging and storage_gbs must be > 0");
+  for (double v : {p.aging_s, p.restart_overhead_s, p.storage_gbs, p.search_s_per_gpu, p.search_cap_s,
+                   p.profile_config_s}) {
+    if (!std::isfinite(v) || v > 1e9) {
+      return InvalidArgument("arena: expected finite option values of at most 1e9 (seconds, GB/s)");
+    }
+  }
   for (auto [key, out] : {std::pair<const char*, bool*>{"elastic", &p.elastic},
                           {"hetero", &p.hetero},
                           {"backfill", &p.backfill},

@@ -33,6 +33,10 @@
 // profiling=direct profiles every grid instead, profiling=none skips it,
 // so the two show what disaggregation saves.
 //
+// The restart estimate is the policy's own (its options below), not the
+// backend's cost: it leaves out a first start's overhead and a suspended
+// job's pending checkpoint save, and assumes 14 bytes per parameter.
+//
 // Parameters (options, all named): aging (seconds, default 86400),
 // restart_overhead (s, 10), storage_gbs (per node, 2), search_s_per_gpu
 // (10) and search_cap (40) — the pruned search Arena's grids allow — and

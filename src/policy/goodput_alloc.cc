@@ -4,6 +4,7 @@
 #include <queue>
 
 #include "policy/placement.h"
+#include "policy/throughput.h"
 
 namespace tessel {
 namespace {
@@ -158,6 +159,12 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     bool done = false;
     for (int n = g->gpus; n >= lo && !done; --n) {
       if (auto a = fm.Place(g->type, n, g->max_nodes)) {
+        // A shrunk job without an agent must still fit (memory) there.
+        if (n < g->gpus && g->job->agent == nullptr &&
+            !snap.belief->Rate(s, g->type, n, a->nodes()).fits) {
+          fm.Release(*a);
+          continue;
+        }
         out.placed.push_back({g->job, std::move(*a)});
         out.gpus += n;
         done = true;

@@ -30,9 +30,11 @@ class OptimusPolicy : public Policy {
     for (const JobView* job : snap.jobs) {
       const JobSpec& s = *job->spec;
       int bound = std::min(max_gpus_, std::max(1, s.max_gpus));
-      if (const AgentReport* r = job->agent) {
-        bound = std::min(bound, std::max(1, r->fixed_batch / std::max(1, r->limits.min_atomic)));
-        if (r->max_gpus > 0) bound = std::min(bound, r->max_gpus);
+      if (job->agent != nullptr) {
+        // The batch limit, the app's own cap and the exploration cap: a job
+        // that has measured nothing yet gets one GPU (its goodput is only a
+        // linear-scaling guess, not comparable across jobs).
+        bound = std::min(bound, oracle.MaxGpus(*job));
       }
       auto [lo, cap] = GoodputGpuRange(*job, bound);
       // Work left in samples at the job's batch: progress units are steps

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <queue>
 #include <map>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -56,8 +57,17 @@ struct JobState {
   double samples_per_iter = 0;
   double tokens_per_iter = 0;
   SimTime progress_since = 0;   // done_iterations is exact at this time
-  SimTime segment_start = 0;    // progress began on this allocation
+  SimTime segment_start = 0;    // progress began at this rate
   double segment_start_iters = 0;
+  // Rate segments since the job last started progressing on its current
+  // allocation (one unless an app job crossed epochs): periodic checkpoints
+  // count from the first.
+  struct Segment {
+    SimTime start;
+    double iters;
+    double iteration_time_s;
+  };
+  std::vector<Segment> run;
   SimTime ready_at = 0;         // kStarting ends
   uint64_t version = 0;
   SimTime finish = kNever;
@@ -81,6 +91,11 @@ struct AppJob {
   std::vector<std::map<std::tuple<int, int, int>, goodput::StepObservation>> seen;
   int epoch = 0;
   goodput::BatchChoice choice;  // of the current segment
+  struct PendingObservation {
+    int type, nodes, replicas, atomic;
+    goodput::StepTime step;
+  };
+  std::optional<PendingObservation> pending;  // the step of the current segment, not yet measured
 };
 
 std::string Secs(SimTime t) {
@@ -184,11 +199,24 @@ struct Simulator::Impl {
     Push(t, EventKind::kComplete, j.view.index, j.version);
   }
 
-  void BeginProgress(JobState& j) {
+  // `continues`: the same run goes on at a new rate (an epoch boundary), so
+  // its checkpoint clock keeps counting.
+  void BeginProgress(JobState& j, bool continues = false) {
     j.view.phase = JobPhase::kRunning;
     j.segment_start = now;
     j.segment_start_iters = j.view.done_iterations;
+    if (!continues) j.run.clear();
+    j.run.push_back({now, j.view.done_iterations, j.iteration_time_s});
+    if (AppJob* a = app[j.view.index].get()) ObservePending(*a);
     ScheduleCompletion(j);
+  }
+
+  // Progress at `t` (within the current run).
+  static double ProgressAtTime(const JobState& j, SimTime t) {
+    const JobState::Segment* seg = &j.run.front();
+    for (const JobState::Segment& s : j.run)
+      if (s.start <= t) seg = &s;
+    return seg->iters + ToSeconds(t - seg->start) / seg->iteration_time_s;
   }
 
   void RemoveActive(int index) {
@@ -226,10 +254,12 @@ struct Simulator::Impl {
   // The profile's step time on `type`. A GPU type the profile lacks borrows
   // the first profiled type's time, scaled by the two GPUs' dense 16-bit
   // peaks (counted as a truth fallback).
-  goodput::StepTime AppStep(const AppJob& a, int type, std::span<const int> placement, double atomic) {
+  // `count`: a step the job runs (counted in truth_fallbacks when projected).
+  goodput::StepTime AppStep(const AppJob& a, int type, std::span<const int> placement, double atomic,
+                            bool count = false) {
     const std::string& gpu = cluster.types()[type].gpu->name;
     if (auto st = a.profile->Throughput(gpu, placement, atomic); st.ok()) return *st;
-    ++app_projections;
+    if (count) ++app_projections;
     std::vector<std::string> have = a.profile->gpu_types();
     const std::string& from = have.front();
     goodput::StepTime st = a.profile->Throughput(from, placement, atomic).value();
@@ -264,6 +294,13 @@ struct Simulator::Impl {
     ++a.report.observations;
   }
 
+  void ObservePending(AppJob& a) {
+    if (!a.pending) return;
+    const AppJob::PendingObservation& o = *a.pending;
+    Observe(a, o.type, o.nodes, o.replicas, o.atomic, o.step);
+    a.pending.reset();
+  }
+
   // The agent's batch on an allocation: fixed when it may not adapt (or has
   // no model yet: the Pollux artifact then runs max(init, min_local x
   // replicas)) or has not measured its gradient noise yet, else the
@@ -295,8 +332,9 @@ struct Simulator::Impl {
     std::vector<int> placement = PlacementOf(alloc);
     int nodes = alloc.nodes(), replicas = alloc.gpus();
     a.choice = ChooseBatch(a, alloc.type, nodes, replicas);
-    goodput::StepTime st = AppStep(a, alloc.type, placement, a.choice.atomic_bsz);
-    Observe(a, alloc.type, nodes, replicas, a.choice.atomic_bsz, st);
+    goodput::StepTime st = AppStep(a, alloc.type, placement, a.choice.atomic_bsz, /*count=*/true);
+    // Measured once the job actually runs (BeginProgress), not when granted.
+    a.pending = AppJob::PendingObservation{alloc.type, nodes, replicas, a.choice.atomic_bsz, st};
     double accum_time = std::max(0.0, st.step_s - st.sync_s);
     double step = st.step_s + accum_time * a.choice.accum_steps;
     goodput::GradStats g = a.profile->GradStatsAt(a.choice.batch, a.epoch);
@@ -358,7 +396,7 @@ struct Simulator::Impl {
     Log("epoch job=" + j.view.spec->id + " epoch=" + std::to_string(a.epoch) + " batch=" +
         std::to_string(a.choice.batch) + " atomic=" + std::to_string(a.choice.atomic_bsz) +
         " accum=" + std::to_string(a.choice.accum_steps) + " iter_s=" + FormatIter(j.iteration_time_s));
-    BeginProgress(j);
+    BeginProgress(j, /*continues=*/true);
   }
 
   // --- arrivals and admission ---------------------------------------------
@@ -439,11 +477,15 @@ struct Simulator::Impl {
       Log("reject job=" + j.view.spec->id + " reason=" + why);
       return;
     }
-    // Profiles are kept per (model, batch): a job whose shape was profiled
-    // (or is being profiled) waits only for that profile.
+    // Profiles are kept per (model, batch) and what was profiled: a job
+    // whose shape was profiled (or is being profiled) waits only for that.
     double profiling = 0;
     if (traits.profiling.kind != ProfilingKind::kNone) {
-      auto key = std::make_pair(j.view.spec->model, j.view.spec->global_batch);
+      const JobSpec& spec = *j.view.spec;
+      std::string key = spec.model + "|" + std::to_string(spec.global_batch);
+      if (!traits.profiling.all_types) key += "|" + spec.requested_gpu_type;
+      if (traits.profiling.kind == ProfilingKind::kDirect)
+        key += "|" + std::to_string(std::max(spec.max_gpus, spec.requested_gpus));
       auto it = profiled_at.find(key);
       if (it == profiled_at.end()) {
         profiling = traits.profiling.Seconds(*j.view.spec, cluster);
@@ -527,9 +569,11 @@ struct Simulator::Impl {
       Touch(j);
       if (j.view.phase == JobPhase::kRunning) {
         double interval = config.failures.checkpoint_interval_s;
-        double ran = ToSeconds(now - j.segment_start);
+        SimTime run_start = j.run.empty() ? j.segment_start : j.run.front().start;
+        double ran = ToSeconds(now - run_start);
         double kept = interval > 0 ? std::floor(ran / interval) * interval : 0;
-        double ckpt = j.segment_start_iters + kept / j.iteration_time_s;
+        double ckpt = j.run.empty() ? j.segment_start_iters + kept / j.iteration_time_s
+                                    : ProgressAtTime(j, run_start + Seconds(kept));
         j.lost_iterations += j.view.done_iterations - ckpt;
         j.view.done_iterations = std::min(j.view.done_iterations, ckpt);
         if (AppJob* a = app[idx].get()) a->epoch = a->profile->EpochAt(j.view.done_iterations);
@@ -739,7 +783,7 @@ struct Simulator::Impl {
         ++p.starting_jobs;
       }
     }
-    p.pending_jobs = static_cast<int>(active.size()) - p.running_jobs - p.starting_jobs;
+    p.pending_jobs = static_cast<int>(active.size()) - p.running_jobs - p.starting_jobs + profiling_jobs;
     p.down_gpus = down_gpus;
     if (!timeline.empty() && timeline.back().time == now) {
       timeline.back() = p;
@@ -760,7 +804,7 @@ struct Simulator::Impl {
   int64_t truth_fallbacks = 0;
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
-  std::map<std::pair<std::string, int>, SimTime> profiled_at;  // (model, batch) -> profile ready
+  std::map<std::string, SimTime> profiled_at;  // profile key -> when it is ready
 
   // --- the loop ------------------------------------------------------------------
 
@@ -830,7 +874,11 @@ struct Simulator::Impl {
                         " jobs unfinished and nothing scheduled");
       }
       if (t > config.horizon) break;
-      now = std::max(now, t);
+      if (t < now) {
+        return Internal("simulation event at " + FormatDuration(t) + " before the current time " + FormatDuration(now) +
+                        " (a delay too large to represent?)");
+      }
+      now = t;
       bool round = false;
       // Apply every event at this time, in kind order.
       while (!events.empty() && events.top().time == now && events.top().kind < EventKind::kArrival) {
