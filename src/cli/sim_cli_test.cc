@@ -210,6 +210,19 @@ TEST(SimCli, GoodputFlagsRejectBadValues) {
   Out overhead = Tessel({"simulate", "--restart-overhead", "-5", "--no-progress"});
   EXPECT_EQ(overhead.code, 2);
   EXPECT_NE(overhead.err.find("--restart-overhead"), std::string::npos) << overhead.err;
+  // Values that would overflow integer microseconds (and hang a run) are refused.
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--start-overhead", "inf"},
+                                       {"--restart-overhead", "nan"},
+                                       {"--checkpoint-interval", "1e300"},
+                                       {"--policy", "arena:profile_config_s=1e13"}}) {
+    std::vector<std::string> args = {"simulate", "--no-progress"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    Out r = Tessel(args);
+    EXPECT_NE(r.code, 0) << bad[0] << " " << bad[1];
+    EXPECT_NE(r.err.find("finite"), std::string::npos) << r.err;
+  }
+  Out each_json = Tessel({"compare", "--each", "--json", "--trace", ::tessel::testing::ProcessTempDir()});
+  EXPECT_EQ(each_json.code, 2);
 }
 
 }  // namespace tessel
