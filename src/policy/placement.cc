@@ -47,12 +47,41 @@ std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
   if (best >= 0) {
     alloc.parts.push_back({best, gpus});
   } else {
-    // Fewest nodes: fullest-free first (ties: lower id).
+    // Fewest nodes: fullest-free first (ties: lower id), within one rack
+    // when some rack can hold the job (its traffic then stays off the
+    // oversubscribed uplinks): the rack needing the fewest nodes, then the
+    // tightest fit, then the lowest id.
     std::vector<int> order;
     for (int id : info.nodes) {
       if (free_[id] > 0) order.push_back(id);
     }
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+    if (cluster_->num_racks() > 1) {
+      std::vector<int> rack_free(cluster_->num_racks(), 0), rack_nodes(cluster_->num_racks(), 0);
+      for (int id : order) {  // fullest first: count nodes until the job fits
+        int r = cluster_->nodes()[id].rack;
+        if (rack_free[r] < gpus) {
+          rack_free[r] += free_[id];
+          ++rack_nodes[r];
+        } else {
+          rack_free[r] += free_[id];
+        }
+      }
+      int best_rack = -1;
+      for (int r = 0; r < cluster_->num_racks(); ++r) {
+        if (rack_free[r] < gpus) continue;
+        if (best_rack < 0 || rack_nodes[r] < rack_nodes[best_rack] ||
+            (rack_nodes[r] == rack_nodes[best_rack] && rack_free[r] < rack_free[best_rack])) {
+          best_rack = r;
+        }
+      }
+      if (best_rack >= 0) {
+        std::vector<int> in_rack;
+        for (int id : order)
+          if (cluster_->nodes()[id].rack == best_rack) in_rack.push_back(id);
+        order = std::move(in_rack);
+      }
+    }
     int left = gpus;
     for (int id : order) {
       if (left == 0) break;

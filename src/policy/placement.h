@@ -5,7 +5,9 @@
 // Consolidation rule (LWF-κ's consolidation; Tiresias/Gavel place the same
 // way): a job that fits on one node goes to the node whose free GPUs fit it
 // most tightly (best fit, lowest node id on ties); a larger job takes the
-// fewest nodes, fullest-free first. `max_nodes` bounds the spread (κ).
+// fewest nodes, fullest-free first, inside one rack when a rack can hold it
+// (the rack needing fewest nodes, then the tightest). `max_nodes` bounds
+// the spread (κ).
 #pragma once
 
 #include <optional>
