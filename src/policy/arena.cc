@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "model/catalog.h"
+#include "policy/contention.h"
 #include "policy/goodput_alloc.h"
 #include "policy/placement.h"
 #include "policy/throughput.h"
@@ -65,11 +66,14 @@ class ArenaPolicy : public Policy {
   Decision Decide(const Snapshot& snap) override {
     const Cluster& cluster = *snap.cluster;
     std::vector<int> capacity = UpGpusByType(snap);
+    RackLoad load(cluster);
+    for (const JobView* job : snap.jobs)
+      if (!job->alloc.empty()) load.Add(job->alloc);
     Decision reject;
     std::vector<JobCurves> curves;
     std::vector<std::pair<double, JobCurves>> ranked;  // for the priority order
     for (const JobView* job : snap.jobs) {
-      std::vector<Grid> grids = Grids(*job, snap);
+      std::vector<Grid> grids = Grids(*job, snap, load);
       if (grids.empty()) {
         reject.reject.push_back({job->index, NeverRunsReason(*job, snap, std::max(1, job->spec->requested_gpus))});
         continue;
@@ -135,7 +139,7 @@ class ArenaPolicy : public Policy {
 
  private:
   // The job's grids: (type, count) shapes that fit, ascending count per type.
-  std::vector<Grid> Grids(const JobView& job, const Snapshot& snap) {
+  std::vector<Grid> Grids(const JobView& job, const Snapshot& snap, const RackLoad& load) {
     const Cluster& cluster = *snap.cluster;
     const JobSpec& s = *job.spec;
     std::vector<int> counts;
@@ -158,7 +162,12 @@ class ArenaPolicy : public Policy {
       for (int g : counts) {
         if (g > cluster.types()[t].total_gpus) break;
         int nodes = MinNodes(cluster, t, g);
-        const JobRate& r = snap.belief->Rate(s, t, g, nodes);
+        // Load-aware: a grid that must span racks shares their uplinks with
+        // the cross-rack jobs already there. Every grid, the current one
+        // too, is priced by where a grid of its size can expect to go, so a
+        // decision stands when nothing changes.
+        double share = load.ExpectedShare(t, nodes);
+        const JobRate& r = snap.belief->RateShared(s, t, g, nodes, share);
         if (!r.fits || r.samples_per_s <= 0) continue;
         out.push_back({t, g, nodes, r.samples_per_s, r.iteration_time_s});
       }

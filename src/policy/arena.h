@@ -52,9 +52,14 @@
 //   arena-full-search  restarts pay a full plan search (150 s per GPU, at
 //                      most 600 s) instead of the grid-pruned one.
 //
-// Not yet (issue 5): load-aware estimates
-// (shared uplinks), rack locality, bounded shrink/type-change search and
-// explicit defragmenting migration; deadlines are ignored.
+// Load-aware: a grid that must span racks is timed at the share of the
+// rack uplinks it can expect given the cross-rack jobs already running
+// (policy/contention.h); placement keeps a multi-node job in one rack when
+// a rack can hold it (FreeMap).
+//
+// Not yet (issue 5): Arena's bounded shrink/type-change search and explicit
+// defragmenting migration (the whole-cluster re-plan each decision does
+// both implicitly); deadlines are ignored.
 #pragma once
 
 #include "policy/policy.h"

@@ -1,5 +1,7 @@
 #include "policy/throughput.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -21,8 +23,10 @@ namespace {
 struct RateKey {
   std::string model;
   int batch, type, gpus, nodes;
+  int share64 = 64;  // network share in 64ths
   bool operator<(const RateKey& o) const {
-    return std::tie(model, batch, type, gpus, nodes) < std::tie(o.model, o.batch, o.type, o.gpus, o.nodes);
+    return std::tie(model, batch, type, gpus, nodes, share64) <
+           std::tie(o.model, o.batch, o.type, o.gpus, o.nodes, o.share64);
   }
 };
 
@@ -65,7 +69,7 @@ struct EstimatorThroughput::Impl {
     return rate;
   }
 
-  JobRate Compute(const JobSpec& job, int type, int gpus, int nodes) const {
+  JobRate Compute(const JobSpec& job, int type, int gpus, int nodes, double network_share = 1.0) const {
     JobRate rate;
     auto model = FindModel(job.model);
     if (!model.ok()) {
@@ -76,6 +80,7 @@ struct EstimatorThroughput::Impl {
     PlanRequest req;
     req.model = *model;
     req.topology = info.topology;
+    req.topology.network_gbps *= network_share;
     // The job's GPUs are spread evenly over its nodes.
     req.topology.gpus_per_node = std::max(1, (gpus + nodes - 1) / std::max(1, nodes));
     req.gpus = gpus;
@@ -121,6 +126,17 @@ const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus,
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
   return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes)).first->second;
+}
+
+const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int gpus, int nodes,
+                                               double network_share) {
+  int share64 = std::clamp(static_cast<int>(std::lround(network_share * 64)), 1, 64);
+  if (share64 == 64 || nodes <= 1) return Rate(job, type, gpus, nodes);
+  RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
+  auto it = impl_->cache.find(key);
+  if (it != impl_->cache.end()) return it->second;
+  ++misses_;
+  return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes, share64 / 64.0)).first->second;
 }
 
 }  // namespace tessel

@@ -50,6 +50,13 @@ class ThroughputModel {
   // spread over `nodes` nodes. The reference stays valid for the model's
   // lifetime.
   virtual const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) = 0;
+  // The same with only `network_share` (0, 1] of each node's network
+  // bandwidth (shared rack uplinks, policy/contention.h). Sources that
+  // cannot model it (measured tables) answer Rate().
+  virtual const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) {
+    (void)network_share;
+    return Rate(job, type, gpus, nodes);
+  }
 };
 
 // The analytical estimator behind the planner (src/perf, src/plan).
@@ -59,6 +66,8 @@ class EstimatorThroughput : public ThroughputModel {
   ~EstimatorThroughput() override;
   std::string_view name() const override { return "estimator"; }
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
+  // Shares are rounded to 1/64 (memoised per step).
+  const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override;
   // Estimates made so far (cache misses), for reports and benchmarks.
   int64_t estimates() const { return misses_; }
 

@@ -13,6 +13,7 @@
 
 #include "goodput/goodput.h"
 #include "model/catalog.h"
+#include "policy/contention.h"
 #include "policy/placement.h"
 
 namespace tessel {
@@ -68,6 +69,7 @@ struct JobState {
     double iteration_time_s;
   };
   std::vector<Segment> run;
+  double network_share = 1.0;   // of its nodes' network bandwidth (shared rack uplinks)
   SimTime ready_at = 0;         // kStarting ends
   uint64_t version = 0;
   SimTime finish = kNever;
@@ -234,6 +236,7 @@ struct Simulator::Impl {
   }
 
   void Release(JobState& j) {
+    if (j.view.alloc.nodes() > 1) contention_dirty = true;
     for (const Placement& p : j.view.alloc.parts) {
       if (up[p.node]) free[p.node] += p.gpus;
     }
@@ -681,6 +684,8 @@ struct Simulator::Impl {
         }
         free[p.node] -= p.gpus;
       }
+      j.network_share = 1.0;
+      if (alloc->nodes() > 1) contention_dirty = true;
       const JobSpec& s = *j.view.spec;
       if (AppJob* a = app[idx].get()) {
         bool first = !j.view.started();
@@ -748,6 +753,44 @@ struct Simulator::Impl {
     return buf;
   }
 
+  // Shared rack uplinks (policy/contention.h): after allocations change,
+  // every running job spread over racks is re-rated at its network share.
+  // Jobs played from profiles keep their measured rates.
+  void UpdateContention() {
+    contention_dirty = false;
+    if (cluster.num_racks() <= 1) return;
+    std::vector<int> idx(running.begin(), running.end());
+    std::sort(idx.begin(), idx.end());
+    std::vector<const Allocation*> allocs;
+    allocs.reserve(idx.size());
+    for (int i : idx) allocs.push_back(&jobs[i].view.alloc);
+    std::vector<double> shares = NetworkShares(cluster, allocs);
+    for (size_t k = 0; k < idx.size(); ++k) {
+      JobState& j = jobs[idx[k]];
+      if (app[idx[k]] != nullptr || std::abs(shares[k] - j.network_share) < 1e-9) continue;
+      j.network_share = shares[k];
+      Rerate(j);
+    }
+  }
+
+  void Rerate(JobState& j) {
+    const JobSpec& s = *j.view.spec;
+    const Allocation& a = j.view.alloc;
+    const JobRate* r = &truth.RateShared(s, a.type, a.gpus(), a.nodes(), j.network_share);
+    if (!r->fits) r = &belief.RateShared(s, a.type, a.gpus(), a.nodes(), j.network_share);
+    if (!r->fits) return;  // keeps its rate
+    bool progressing = j.view.phase == JobPhase::kRunning;
+    if (progressing) Touch(j);
+    j.iteration_time_s = r->iteration_time_s;
+    j.samples_per_iter = r->samples_per_s * r->iteration_time_s;
+    j.tokens_per_iter = r->tokens_per_s * r->iteration_time_s;
+    Log("rate job=" + s.id + " network_share=" + FormatIter(j.network_share) + " iter_s=" + FormatIter(j.iteration_time_s));
+    if (progressing) {
+      ++j.version;
+      BeginProgress(j, /*continues=*/true);
+    }
+  }
+
   Status Decide(bool at_round) {
     // Running jobs' progress and service must be current in the snapshot.
     for (int idx : running) Touch(jobs[idx]);
@@ -804,6 +847,7 @@ struct Simulator::Impl {
   int64_t truth_fallbacks = 0;
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
+  bool contention_dirty = false;  // allocations spread over nodes changed
   std::map<std::string, SimTime> profiled_at;  // profile key -> when it is ready
 
   // --- the loop ------------------------------------------------------------------
@@ -918,6 +962,7 @@ struct Simulator::Impl {
         if (!s.ok()) return s;
       }
       decision_needed = false;
+      if (contention_dirty) UpdateContention();
       Record();
       if (progress && ++since_progress >= progress_every) {
         since_progress = 0;
