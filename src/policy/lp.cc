@@ -23,6 +23,21 @@ int BoundKind(double lo, double hi) {
 
 double Finite(double v) { return std::isfinite(v) ? v : 0.0; }
 
+// Counts subproblem selections and stops the search past a budget.
+struct NodeBudget {
+  int limit;
+  int selected;
+  bool hit;
+  static void Callback(glp_tree* tree, void* info) {
+    auto* b = static_cast<NodeBudget*>(info);
+    if (glp_ios_reason(tree) != GLP_ISELECT) return;
+    if (++b->selected > b->limit) {
+      b->hit = true;
+      glp_ios_terminate(tree);
+    }
+  }
+};
+
 }  // namespace
 
 LinearProgram::LinearProgram(Sense sense) : lp_(glp_create_prob()) { SetSense(sense); }
@@ -40,6 +55,7 @@ LinearProgram::LinearProgram(LinearProgram&& other) noexcept
       has_integers_(other.has_integers_),
       mip_time_limit_ms_(other.mip_time_limit_ms_),
       mip_gap_(other.mip_gap_),
+      mip_node_limit_(other.mip_node_limit_),
       mip_hit_limit_(other.mip_hit_limit_) {}
 
 LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
@@ -53,6 +69,7 @@ LinearProgram& LinearProgram::operator=(LinearProgram&& other) noexcept {
     has_integers_ = other.has_integers_;
     mip_time_limit_ms_ = other.mip_time_limit_ms_;
     mip_gap_ = other.mip_gap_;
+    mip_node_limit_ = other.mip_node_limit_;
     mip_hit_limit_ = other.mip_hit_limit_;
   }
   return *this;
@@ -138,8 +155,14 @@ Status LinearProgram::Solve() {
     if (mip_time_limit_ms_ > 0) iparm.tm_lim = mip_time_limit_ms_;
     iparm.mip_gap = mip_gap_;
     mip_hit_limit_ = false;
+    NodeBudget budget{mip_node_limit_, 0, false};
+    if (mip_node_limit_ > 0) {
+      iparm.cb_func = &NodeBudget::Callback;
+      iparm.cb_info = &budget;
+    }
     int irc = glp_intopt(lp_, &iparm);
-    if (irc == GLP_ETMLIM) mip_hit_limit_ = true;
+    if (irc == GLP_ETMLIM || budget.hit) mip_hit_limit_ = true;
+    if (irc == GLP_ESTOP) irc = 0;  // stopped by the node budget: the incumbent stands
     else if (irc != 0 && irc != GLP_EMIPGAP) return Internal("MIP solver failed (GLPK glp_intopt code " + std::to_string(irc) + ")");
     switch (glp_mip_status(lp_)) {
       case GLP_OPT:

@@ -68,6 +68,10 @@ class LinearProgram {
   // so a run that hits it is not reproducible; callers that need
   // determinism give a generous limit and treat hitting it as an anomaly.
   void SetMipTimeLimitMs(int ms) { mip_time_limit_ms_ = ms; }
+  // Stop the branch-and-cut after selecting this many subproblems (0 = no
+  // limit), with the best integer solution found: a deterministic bound,
+  // unlike the time limit. mip_hit_limit() reports either.
+  void SetMipNodeLimit(int nodes) { mip_node_limit_ = nodes; }
   // Stop once the best integer solution is within this relative gap of the
   // relaxation's bound (0 = prove optimality). Deterministic.
   void SetMipGap(double gap) { mip_gap_ = gap; }
@@ -96,6 +100,7 @@ class LinearProgram {
   bool has_integers_ = false;
   int mip_time_limit_ms_ = 0;
   double mip_gap_ = 0;
+  int mip_node_limit_ = 0;
   bool mip_hit_limit_ = false;
 };
 

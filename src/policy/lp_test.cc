@@ -152,4 +152,37 @@ TEST(LpTest, MovesOwnership) {
 }
 
 }  // namespace
+
+// A 0-1 knapsack solved as a MIP: optimal without limits; with a node
+// budget the search stops deterministically (same answer every time).
+TEST(LinearProgramMip, KnapsackAndNodeBudget) {
+  auto build = [](int node_limit) {
+    LinearProgram lp(LinearProgram::kMaximize);
+    std::vector<LpTerm> weight;
+    for (int i = 0; i < 24; ++i) {
+      int x = lp.AddVariable(0, 1, 10.0 + (i * 7) % 13);
+      lp.SetInteger(x);
+      weight.push_back({x, 3.0 + (i * 5) % 11});
+    }
+    lp.AddConstraint(weight, -kLpInfinity, 40.5);
+    if (node_limit > 0) lp.SetMipNodeLimit(node_limit);
+    return lp;
+  };
+  LinearProgram exact = build(0);
+  ASSERT_TRUE(exact.Solve().ok());
+  EXPECT_FALSE(exact.mip_hit_limit());
+  for (double v : exact.values()) EXPECT_TRUE(v == 0.0 || v == 1.0) << v;
+  double best = exact.objective_value();
+  std::vector<double> first;
+  for (int run = 0; run < 2; ++run) {
+    LinearProgram limited = build(2);
+    Status s = limited.Solve();
+    if (s.ok()) {
+      EXPECT_LE(limited.objective_value(), best + 1e-9);
+      if (run == 0) first = limited.values();
+      else EXPECT_EQ(limited.values(), first);
+    }
+  }
+}
+
 }  // namespace tessel

@@ -31,8 +31,10 @@ std::vector<Config> TypeConfigs(const GpuTypeInfo& info, int type, int max_gpus)
   return out;
 }
 
-// Bound on one round's branch-and-cut (GLPK counts wall time; see lp.h).
-constexpr int kMipTimeLimitMs = 20000;
+// Bounds on one round's branch-and-cut: subproblems (deterministic), and
+// wall time as a last resort (GLPK counts wall time; see lp.h).
+constexpr int kMipNodeLimit = 20000;
+constexpr int kMipTimeLimitMs = 60000;
 // Relative optimality gap at which branch-and-cut stops.
 constexpr double kMipGap = 1e-3;
 // Up to this many variables the program is solved exactly (branch-and-cut);
@@ -127,6 +129,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     if (exact) {
       for (size_t k = 0; k < vars.size(); ++k) lp.SetInteger(static_cast<int>(k));
       lp.SetMipTimeLimitMs(kMipTimeLimitMs);
+      lp.SetMipNodeLimit(kMipNodeLimit);
       lp.SetMipGap(kMipGap);
     }
     Status st = lp.Solve();
