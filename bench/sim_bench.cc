@@ -13,6 +13,8 @@
 // Run: build/tessel_sim_bench (or scripts/bench.sh).
 #include <benchmark/benchmark.h>
 
+#include "bench_data.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -27,16 +29,8 @@
 namespace tessel {
 namespace {
 
-std::string DataDir() {
-  const char* env = std::getenv("TESSEL_DATA");
-  return env ? env : "../shared/data";
-}
-
-bool HaveData(benchmark::State& state, const std::string& path) {
-  if (std::filesystem::exists(path)) return true;
-  state.SkipWithError(("data not found: " + path + " (set TESSEL_DATA)").c_str());
-  return false;
-}
+using bench::DataDir;
+using bench::HaveData;
 
 // One whole simulation per iteration; counters: jobs, simulated days, events.
 void RunSim(benchmark::State& state, const Cluster& cluster, const Workload& w, const std::string& policy_spec) {

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh >/dev/null
 DATA="${TESSEL_DATA:-$(pwd)/../shared/data}"
 ALL=fcfs,tiresias,gandiva,gavel,elasticflow,pollux,sia,arena
-ABLATIONS=arena,arena-no-elastic,arena-no-hetero,arena-dp,arena-no-backfill,arena-full-search
+ABLATIONS=arena,arena-no-elastic,arena-no-hetero,arena-dp,arena-no-backfill,arena-full-search,arena:marginal=false
 for t in philly venus pai; do
   trace="$DATA/arena/traces/simulate_trace_$t.csv"
   echo "== $t on arena-1280 (estimator truth)"

@@ -12,6 +12,7 @@
 #include "core/strings.h"
 #include "core/table.h"
 #include "sim/report.h"
+#include "workload/trace.h"
 
 namespace tessel {
 namespace {
@@ -56,24 +57,17 @@ const char* kSimFooter =
     "      --policies sia,pollux,gavel,tiresias\n"
     "Policy options: name:key=value:key=value (see `tessel policies`).";
 
-// The trace files of --trace arguments: files as given, directories'
-// *.csv files in natural order (workload-2 before workload-10).
-std::vector<std::string> EachTraceFile(const std::vector<std::string>& args) {
-  namespace fs = std::filesystem;
+// The trace files of --trace arguments (workload/trace.h's listing), each
+// directory's in natural order (workload-2 before workload-10).
+Result<std::vector<std::string>> EachTraceFile(const std::vector<std::string>& args) {
   std::vector<std::string> out;
   for (const std::string& a : args) {
-    std::error_code ec;
-    if (!fs::is_directory(a, ec)) {
-      out.push_back(a);
-      continue;
-    }
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(a, ec))
-      if (e.is_regular_file() && e.path().extension() == ".csv") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end(), [](const std::string& x, const std::string& y) {
+    auto files = ListTraceFiles(a);
+    if (!files.ok()) return files.status();
+    std::stable_sort(files->begin(), files->end(), [](const std::string& x, const std::string& y) {
       return x.size() != y.size() ? x.size() < y.size() : x < y;
     });
-    out.insert(out.end(), files.begin(), files.end());
+    out.insert(out.end(), files->begin(), files->end());
   }
   return out;
 }
@@ -82,7 +76,12 @@ std::vector<std::string> EachTraceFile(const std::vector<std::string>& args) {
 // per file and policy, the mean over files, and how each policy's mean
 // compares with the best other policy's.
 int CompareEach(CommandIo io, const SimFlags& flags, const std::vector<std::string>& specs) {
-  std::vector<std::string> files = EachTraceFile(flags.traces);
+  auto listed = EachTraceFile(flags.traces);
+  if (!listed.ok()) {
+    io.err << "error: --trace: " << listed.status().message() << "\n";
+    return ExitCode(listed.status());
+  }
+  const std::vector<std::string>& files = *listed;
   if (files.empty()) {
     io.err << "error: --each needs --trace files or directories of them\n";
     return 2;

@@ -272,6 +272,13 @@ int Cluster::FindType(std::string_view gpu_name) const {
   return -1;
 }
 
+int Cluster::LargestType() const {
+  int best = 0;
+  for (size_t t = 1; t < types_.size(); ++t)
+    if (types_[t].total_gpus > types_[best].total_gpus) best = static_cast<int>(t);
+  return best;
+}
+
 Result<Cluster> LoadCluster(std::string_view name_or_path) {
   auto spec = ResolveClusterSpec(name_or_path);
   if (!spec.ok()) return spec.status();

@@ -75,6 +75,9 @@ class Cluster {
   int num_racks() const { return num_racks_; }
   // Index into types() of a GPU (by catalog name or alias), or -1.
   int FindType(std::string_view gpu_name) const;
+  // The type with the most GPUs (the first on ties): the default reference
+  // type for trace durations and type-blind policies.
+  int LargestType() const;
   std::string TypeName(int type) const { return types_[type].gpu->name; }
 
  private:

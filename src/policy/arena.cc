@@ -123,17 +123,10 @@ class ArenaPolicy : public Policy {
     } else {
       grants = InPriorityOrder(std::move(ranked), capacity, /*block=*/!p_.backfill);
     }
+    // A rejected job holds no GPUs (a job fits nowhere only if it never
+    // fitted, so it was never placed), so PlaceGrants never names it.
     Decision d = PlaceGrants(snap, grants);
     d.reject = std::move(reject.reject);
-    // A rejected job must not also be assigned.
-    if (!d.reject.empty()) {
-      std::vector<std::pair<int, Allocation>> keep;
-      for (auto& a : d.assign) {
-        bool rejected = std::any_of(d.reject.begin(), d.reject.end(), [&](const auto& r) { return r.first == a.first; });
-        if (!rejected) keep.push_back(std::move(a));
-      }
-      d.assign = std::move(keep);
-    }
     return d;
   }
 

@@ -176,10 +176,7 @@ GavelProblem BuildGavelProblem(const Snapshot& snap) {
   const Cluster& cluster = *snap.cluster;
   const int num_types = static_cast<int>(cluster.types().size());
   GavelProblem p;
-  p.capacity.assign(num_types, 0);
-  for (const ClusterNode& node : cluster.nodes()) {
-    if (node.id < static_cast<int>(snap.node_up.size()) && snap.node_up[node.id]) p.capacity[node.type] += node.gpus;
-  }
+  p.capacity = UpGpusByType(snap);
   for (const JobView* job : snap.jobs) {
     const JobSpec& spec = *job->spec;
     GavelLpJob row;

@@ -18,6 +18,7 @@ namespace {
 using testing::JobBuilder;
 using testing::MakeJob;
 using testing::PolicyFixture;
+using testing::Assigned;
 
 // ---------------------------------------------------------------------------
 // The LP alone, on throughput matrices written by hand.
@@ -153,13 +154,6 @@ std::unique_ptr<Policy> MakePolicy(const std::string& spec) {
   auto p = PolicyRegistry::Builtin().Create(spec, PolicyContext{});
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   return std::move(p).value();
-}
-
-const Allocation* Assigned(const Decision& d, int job) {
-  for (const auto& [index, alloc] : d.assign) {
-    if (index == job) return &alloc;
-  }
-  return nullptr;
 }
 
 // Two transformers (4.0x faster on A100 than on V100 by the estimator) and

@@ -44,13 +44,6 @@ Step BestStep(const TypeCurve& c, int job, int curve, int from, int room) {
 
 }  // namespace
 
-std::vector<int> UpGpusByType(const Snapshot& snap) {
-  std::vector<int> capacity(snap.cluster->types().size(), 0);
-  for (const ClusterNode& n : snap.cluster->nodes())
-    if (snap.node_up[n.id]) capacity[n.type] += n.gpus;
-  return capacity;
-}
-
 bool RigidJob(const JobView& job) {
   return job.agent == nullptr && job.spec->min_gpus == job.spec->max_gpus;
 }

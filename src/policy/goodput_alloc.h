@@ -30,10 +30,6 @@ struct GoodputGrant {
   int max_nodes = 0;  // the most nodes it may span (0 = any): what it was priced at
 };
 
-// GPUs on up nodes per type: what a policy that re-plans the whole cluster
-// each round can hand out.
-std::vector<int> UpGpusByType(const Snapshot& snap);
-
 // A job whose GPU count cannot change: no agent and min_gpus == max_gpus.
 bool RigidJob(const JobView& job);
 

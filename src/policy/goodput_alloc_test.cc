@@ -20,6 +20,9 @@ namespace {
 
 using testing::MakeJob;
 using testing::PolicyFixture;
+using testing::Assigned;
+using testing::After;
+using testing::ExpectNoDoubleBooking;
 
 // ---------------------------------------------------------------------------
 // AllocateByMarginalUtility against exhaustive search.
@@ -369,38 +372,6 @@ pools:
   - {name: a100, gpu: a100-40g, nodes: 1, gpus_per_node: 8}
 )";
   return path;
-}
-
-const Allocation* Assigned(const Decision& d, int job) {
-  for (const auto& [index, alloc] : d.assign)
-    if (index == job) return &alloc;
-  return nullptr;
-}
-
-// Each job's allocation after the decision (its current one when not named).
-std::vector<Allocation> After(const Snapshot& snap, const Decision& d) {
-  std::vector<Allocation> out;
-  for (const JobView* j : snap.jobs) {
-    const Allocation* a = Assigned(d, j->index);
-    out.push_back(a ? *a : j->alloc);
-  }
-  return out;
-}
-
-// No node gives out more GPUs than it has, and every part is on a node of
-// the allocation's type.
-void ExpectNoDoubleBooking(const Snapshot& snap, const std::vector<Allocation>& allocs) {
-  std::vector<int> used(snap.cluster->nodes().size(), 0);
-  for (const Allocation& a : allocs) {
-    for (const Placement& p : a.parts) {
-      ASSERT_GE(p.node, 0);
-      ASSERT_LT(p.node, static_cast<int>(used.size()));
-      EXPECT_EQ(snap.cluster->nodes()[p.node].type, a.type);
-      EXPECT_GT(p.gpus, 0);
-      used[p.node] += p.gpus;
-    }
-  }
-  for (const ClusterNode& n : snap.cluster->nodes()) EXPECT_LE(used[n.id], n.gpus) << "node " << n.id;
 }
 
 TEST(GoodputAllocTest, PlaceGrantsKeepsUnchangedAllocationsExactly) {

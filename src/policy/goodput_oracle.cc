@@ -23,12 +23,7 @@ int GoodputOracle::HomeType(const JobView& job) const {
     int t = snap_.cluster->FindType(job.spec->requested_gpu_type);
     if (t >= 0) return t;
   }
-  // The cluster's most numerous type (first on ties).
-  int home = 0;
-  const auto& types = snap_.cluster->types();
-  for (size_t t = 1; t < types.size(); ++t)
-    if (types[t].total_gpus > types[home].total_gpus) home = static_cast<int>(t);
-  return home;
+  return snap_.cluster->LargestType();
 }
 
 int GoodputOracle::MaxGpus(const JobView& job) const {
@@ -58,7 +53,7 @@ double GoodputOracle::Evaluate(const AgentReport& r, const goodput::ThroughputPa
 
 double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes) {
   const int ntypes = static_cast<int>(r.params.size());
-  if (!type_aware_) type = HomeType(job);
+  // (Type-blind callers arrive here with the home type: see Goodput.)
   const goodput::ThroughputParams* own = type < ntypes && r.params[type] ? &*r.params[type] : nullptr;
   if (!type_aware_ && own == nullptr) {
     for (int t = 0; t < ntypes && own == nullptr; ++t)
@@ -92,6 +87,9 @@ double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int
 
 double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes) {
   if (gpus <= 0) return 0.0;
+  // Type-blind, an agent job's goodput is its home type's: ask (and
+  // memoise) it once, not once per type.
+  if (!type_aware_ && job.agent != nullptr) type = HomeType(job);
   // Key: job (32 bits), type (8), GPUs (12), nodes (12); larger questions skip the memo.
   const bool memo = type < 256 && gpus < 4096 && nodes < 4096;
   uint64_t key = (static_cast<uint64_t>(job.index) << 32) | (static_cast<uint64_t>(type) << 24) |

@@ -170,6 +170,14 @@ std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gp
   return "does not fit on " + on + " of any GPU type in the cluster";
 }
 
+std::vector<int> UpGpusByType(const Snapshot& snapshot) {
+  std::vector<int> capacity(snapshot.cluster->types().size(), 0);
+  for (const ClusterNode& n : snapshot.cluster->nodes()) {
+    if (n.id < static_cast<int>(snapshot.node_up.size()) && snapshot.node_up[n.id]) capacity[n.type] += n.gpus;
+  }
+  return capacity;
+}
+
 int MinNodes(const Cluster& cluster, int type, int gpus) {
   int per = std::max(1, cluster.types()[type].max_gpus_per_node);
   return std::max(1, (gpus + per - 1) / per);

@@ -53,6 +53,10 @@ std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, in
 // Why `job` can never run on `gpus` GPUs, for Decision::reject.
 std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gpus);
 
+// GPUs on up nodes per type (a node missing from node_up counts as down):
+// what a policy that re-plans the whole cluster can hand out.
+std::vector<int> UpGpusByType(const Snapshot& snapshot);
+
 // Nodes a consolidated allocation of `gpus` GPUs of `type` spans at least:
 // the node count rates are asked for before a job is placed.
 int MinNodes(const Cluster& cluster, int type, int gpus);

@@ -6,6 +6,8 @@
 //   Decision d = policy->Decide(f.Snap(/*now=*/Seconds(60)));
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <deque>
 #include <memory>
 #include <string>
@@ -107,5 +109,39 @@ class PolicyFixture {
   std::vector<int> free_;
   std::vector<uint8_t> up_;
 };
+
+// The allocation a decision gives `job`, or nullptr if it does not name it.
+inline const Allocation* Assigned(const Decision& d, int job) {
+  for (const auto& [index, alloc] : d.assign)
+    if (index == job) return &alloc;
+  return nullptr;
+}
+
+// Each active job's allocation once the decision is applied (its current
+// one when the decision does not name it), in snapshot order.
+inline std::vector<Allocation> After(const Snapshot& snap, const Decision& d) {
+  std::vector<Allocation> out;
+  for (const JobView* j : snap.jobs) {
+    const Allocation* a = Assigned(d, j->index);
+    out.push_back(a ? *a : j->alloc);
+  }
+  return out;
+}
+
+// No node gives out more GPUs than it has, and every part is a positive
+// count on a node of the allocation's type.
+inline void ExpectNoDoubleBooking(const Snapshot& snap, const std::vector<Allocation>& allocs) {
+  std::vector<int> used(snap.cluster->nodes().size(), 0);
+  for (const Allocation& a : allocs) {
+    for (const Placement& p : a.parts) {
+      ASSERT_GE(p.node, 0);
+      ASSERT_LT(p.node, static_cast<int>(used.size()));
+      EXPECT_EQ(snap.cluster->nodes()[p.node].type, a.type);
+      EXPECT_GT(p.gpus, 0);
+      used[p.node] += p.gpus;
+    }
+  }
+  for (const ClusterNode& n : snap.cluster->nodes()) EXPECT_LE(used[n.id], n.gpus) << "node " << n.id;
+}
 
 }  // namespace tessel::testing

@@ -21,6 +21,9 @@ using goodput::GradStats;
 using goodput::ThroughputParams;
 using testing::MakeJob;
 using testing::PolicyFixture;
+using testing::Assigned;
+using testing::After;
+using testing::ExpectNoDoubleBooking;
 
 std::unique_ptr<Policy> MakePolicy(const std::string& spec) {
   auto p = PolicyRegistry::Builtin().Create(spec, PolicyContext{});
@@ -28,35 +31,11 @@ std::unique_ptr<Policy> MakePolicy(const std::string& spec) {
   return p.ok() ? std::move(p).value() : nullptr;
 }
 
-const Allocation* Assigned(const Decision& d, int job) {
-  for (const auto& [index, alloc] : d.assign)
-    if (index == job) return &alloc;
-  return nullptr;
-}
-
-// Each active job's allocation once the decision is applied.
-std::vector<Allocation> After(const Snapshot& snap, const Decision& d) {
-  std::vector<Allocation> out;
-  for (const JobView* j : snap.jobs) {
-    const Allocation* a = Assigned(d, j->index);
-    out.push_back(a ? *a : j->alloc);
-  }
-  return out;
-}
-
+// No double booking, and no more GPUs than the cluster has.
 void ExpectValidPlacement(const Snapshot& snap, const std::vector<Allocation>& allocs) {
-  std::vector<int> used(snap.cluster->nodes().size(), 0);
+  ExpectNoDoubleBooking(snap, allocs);
   int total = 0;
-  for (const Allocation& a : allocs) {
-    for (const Placement& p : a.parts) {
-      ASSERT_GE(p.node, 0);
-      ASSERT_LT(p.node, static_cast<int>(used.size()));
-      EXPECT_EQ(snap.cluster->nodes()[p.node].type, a.type);
-      used[p.node] += p.gpus;
-      total += p.gpus;
-    }
-  }
-  for (const ClusterNode& n : snap.cluster->nodes()) EXPECT_LE(used[n.id], n.gpus) << "node " << n.id;
+  for (const Allocation& a : allocs) total += a.gpus();
   EXPECT_LE(total, snap.cluster->total_gpus());
 }
 

@@ -19,35 +19,9 @@ using goodput::GradStats;
 using goodput::ThroughputParams;
 using testing::MakeJob;
 using testing::PolicyFixture;
-
-const Allocation* Assigned(const Decision& d, int job) {
-  for (const auto& [index, alloc] : d.assign)
-    if (index == job) return &alloc;
-  return nullptr;
-}
-
-std::vector<Allocation> After(const Snapshot& snap, const Decision& d) {
-  std::vector<Allocation> out;
-  for (const JobView* j : snap.jobs) {
-    const Allocation* a = Assigned(d, j->index);
-    out.push_back(a ? *a : j->alloc);
-  }
-  return out;
-}
-
-void ExpectNoDoubleBooking(const Snapshot& snap, const std::vector<Allocation>& allocs) {
-  std::vector<int> used(snap.cluster->nodes().size(), 0);
-  for (const Allocation& a : allocs) {
-    for (const Placement& p : a.parts) {
-      ASSERT_GE(p.node, 0);
-      ASSERT_LT(p.node, static_cast<int>(used.size()));
-      EXPECT_EQ(snap.cluster->nodes()[p.node].type, a.type);
-      EXPECT_GT(p.gpus, 0);
-      used[p.node] += p.gpus;
-    }
-  }
-  for (const ClusterNode& n : snap.cluster->nodes()) EXPECT_LE(used[n.id], n.gpus) << "node " << n.id;
-}
+using testing::Assigned;
+using testing::After;
+using testing::ExpectNoDoubleBooking;
 
 // Sia's configurations: 1, 2, 4, ... GPUs (powers of two, or the node's
 // size) on one node, or whole nodes.

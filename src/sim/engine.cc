@@ -278,9 +278,14 @@ struct Simulator::Impl {
   // Records a measured step in the job's own history and refits that
   // type's model when it is new (Pollux's agent does this every step).
   void Observe(AppJob& a, int type, int nodes, int replicas, int atomic, const goodput::StepTime& st) {
+    if (Record(a, type, nodes, replicas, atomic, st)) Refit(a, type);
+  }
+
+  // Adds a measured step to the job's history; false if already there.
+  static bool Record(AppJob& a, int type, int nodes, int replicas, int atomic, const goodput::StepTime& st) {
     auto& seen = a.seen[type];
     auto key = std::make_tuple(nodes, replicas, atomic);
-    if (seen.count(key)) return;
+    if (seen.count(key)) return false;
     goodput::StepObservation o;
     o.nodes = nodes;
     o.replicas = replicas;
@@ -288,13 +293,19 @@ struct Simulator::Impl {
     o.step_time = st.step_s;
     o.accum_time = std::max(1e-9, st.step_s - st.sync_s);
     seen.emplace(key, o);
+    a.report.max_replicas[type] = std::max(a.report.max_replicas[type], replicas);
+    ++a.report.observations;
+    return true;
+  }
+
+  // Refits the job's model of `type` to everything it measured there.
+  static void Refit(AppJob& a, int type) {
+    const auto& seen = a.seen[type];
     std::vector<goodput::StepObservation> obs;
     obs.reserve(seen.size());
     for (const auto& [k, v] : seen) obs.push_back(v);
     auto fit = goodput::FitThroughputParams(obs);
     if (fit.ok()) a.report.params[type] = fit->params;
-    a.report.max_replicas[type] = std::max(a.report.max_replicas[type], replicas);
-    ++a.report.observations;
   }
 
   void ObservePending(AppJob& a) {
@@ -381,10 +392,12 @@ struct Simulator::Impl {
     a.report.grad = a.profile->GradStatsAt(a.report.limits.init_batch, 0);
     for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
       std::vector<int> one = {1};
+      bool added = false;
       for (int b : {a.report.limits.min_atomic, std::min(a.report.limits.init_batch, a.report.limits.max_atomic),
                     a.report.limits.max_atomic}) {
-        Observe(a, t, 1, 1, b, AppStep(a, t, one, b));
+        added |= Record(a, t, 1, 1, b, AppStep(a, t, one, b));
       }
+      if (added) Refit(a, t);  // once per type, on all its profiled steps
     }
   }
 
@@ -687,47 +700,39 @@ struct Simulator::Impl {
       j.network_share = 1.0;
       if (alloc->nodes() > 1) contention_dirty = true;
       const JobSpec& s = *j.view.spec;
-      if (AppJob* a = app[idx].get()) {
-        bool first = !j.view.started();
-        double delay = StartDelay(j, *alloc);
-        if (!first) ++j.view.restarts;
-        j.view.alloc = *alloc;
-        SetAppRate(j, *a, *alloc);
-        j.needs_save = false;
-        running.push_back(idx);
-        if (first) j.view.first_start = now;
-        Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) +
-            " batch=" + std::to_string(a->choice.batch) + " atomic=" + std::to_string(a->choice.atomic_bsz) +
-            " accum=" + std::to_string(a->choice.accum_steps) + " iter_s=" + FormatIter(j.iteration_time_s) +
-            " delay_s=" + FormatIter(delay));
-        StartOrDelay(j, delay);
-        continue;
-      }
-      const JobRate& r = truth.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
-      const JobRate* rate = &r;
-      if (!r.fits) {
-        // The truth has no answer for this shape (a table without it, or
-        // one that measured it out of memory): the belief's rate stands in.
-        ++truth_fallbacks;
-        rate = &belief.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
+      AppJob* a = app[idx].get();
+      const JobRate* rate = nullptr;
+      if (a == nullptr) {
+        rate = &truth.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
         if (!rate->fits) {
-          return Internal("policy " + std::string(policy.name()) + " placed job " + s.id + " on " +
-                          alloc->ToString(cluster) + ", where it does not fit: " + rate->reason);
+          // The truth has no answer for this shape (a table without it, or
+          // one that measured it out of memory): the belief's rate stands in.
+          ++truth_fallbacks;
+          rate = &belief.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
+          if (!rate->fits) {
+            return Internal("policy " + std::string(policy.name()) + " placed job " + s.id + " on " +
+                            alloc->ToString(cluster) + ", where it does not fit: " + rate->reason);
+          }
         }
       }
       bool first = !j.view.started();
       double delay = StartDelay(j, *alloc);
       if (!first) ++j.view.restarts;
       j.view.alloc = *alloc;
-      j.iteration_time_s = rate->iteration_time_s;
-      j.samples_per_iter = rate->samples_per_s * rate->iteration_time_s;
-      j.tokens_per_iter = rate->tokens_per_s * rate->iteration_time_s;
+      std::string how;
+      if (a != nullptr) {
+        SetAppRate(j, *a, *alloc);
+        how = " batch=" + std::to_string(a->choice.batch) + " atomic=" + std::to_string(a->choice.atomic_bsz) +
+              " accum=" + std::to_string(a->choice.accum_steps);
+      } else {
+        SetRate(j, *rate);
+        how = " plan=" + rate->plan.ToString();
+      }
       j.needs_save = false;
       running.push_back(idx);
       if (first) j.view.first_start = now;
-      Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) +
-          " plan=" + rate->plan.ToString() + " iter_s=" + FormatIter(rate->iteration_time_s) +
-          " delay_s=" + FormatIter(delay));
+      Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) + how +
+          " iter_s=" + FormatIter(j.iteration_time_s) + " delay_s=" + FormatIter(delay));
       StartOrDelay(j, delay);
     }
     if (d.wake_at != kNever && d.wake_at > now && (next_wake == kNever || d.wake_at < next_wake || next_wake <= now)) {
@@ -735,6 +740,13 @@ struct Simulator::Impl {
       Push(d.wake_at, EventKind::kWake, -1);
     }
     return Status::Ok();
+  }
+
+  // A job's truth rate from a ThroughputModel answer.
+  static void SetRate(JobState& j, const JobRate& r) {
+    j.iteration_time_s = r.iteration_time_s;
+    j.samples_per_iter = r.samples_per_s * r.iteration_time_s;
+    j.tokens_per_iter = r.tokens_per_s * r.iteration_time_s;
   }
 
   void StartOrDelay(JobState& j, double delay) {
@@ -781,9 +793,7 @@ struct Simulator::Impl {
     if (!r->fits) return;  // keeps its rate
     bool progressing = j.view.phase == JobPhase::kRunning;
     if (progressing) Touch(j);
-    j.iteration_time_s = r->iteration_time_s;
-    j.samples_per_iter = r->samples_per_s * r->iteration_time_s;
-    j.tokens_per_iter = r->tokens_per_s * r->iteration_time_s;
+    SetRate(j, *r);
     Log("rate job=" + s.id + " network_share=" + FormatIter(j.network_share) + " iter_s=" + FormatIter(j.iteration_time_s));
     if (progressing) {
       ++j.version;
@@ -899,9 +909,7 @@ struct Simulator::Impl {
         return InvalidArgument("--reference-gpu " + config.reference_gpu + ": the cluster has no such GPU type");
       }
     } else {
-      for (int t = 1; t < static_cast<int>(cluster.types().size()); ++t) {
-        if (cluster.types()[t].total_gpus > cluster.types()[reference_type].total_gpus) reference_type = t;
-      }
+      reference_type = cluster.LargestType();
     }
     rng = config.seed * 0x9e3779b97f4a7c15ULL + 0x1234567ULL;
     for (const ClusterNode& node : cluster.nodes()) ScheduleFailure(node.id);

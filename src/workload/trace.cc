@@ -128,6 +128,15 @@ Result<TraceFormat> DetectTraceFormat(const std::vector<std::string>& header,
   return InvalidArgument(msg);
 }
 
+Result<std::vector<std::string>> ListTraceFiles(const std::string& path) {
+  std::vector<TraceFile> files;
+  TESSEL_RETURN_IF_ERROR(ExpandPath(path, files));
+  std::vector<std::string> out;
+  out.reserve(files.size());
+  for (const TraceFile& f : files) out.push_back(f.path);
+  return out;
+}
+
 Result<Workload> LoadTraces(const std::vector<std::string>& paths, TraceFormat format,
                             const TraceOptions& opts) {
   if (!(opts.time_scale > 0) || !std::isfinite(opts.time_scale)) {

@@ -90,6 +90,11 @@ struct TraceOptions {
   std::string apps_dir;
 };
 
+// The trace files `path` names: itself, or a directory's *.csv files sorted
+// by name (what LoadTrace merges). NotFound for a missing path or a
+// directory without *.csv files.
+Result<std::vector<std::string>> ListTraceFiles(const std::string& path);
+
 // Loads `path`: a trace file, or a directory whose *.csv files (sorted by
 // name, all of one format) are merged. When more than one file is merged,
 // job ids become "<file stem>/<id>" so they stay unique. Jobs come back in
