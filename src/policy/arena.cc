@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "model/catalog.h"
@@ -36,6 +37,17 @@ struct ArenaParams {
   // A full (unpruned) plan search, as arena-full-search pays it.
   double full_search_s_per_gpu = 150;
   double full_search_cap_s = 600;
+  // Admission search: per decision, up to admit_jobs waiting jobs the
+  // allocation left out are tried, each admitted when shrinking or moving
+  // to another GPU type at most admit_actions granted jobs makes room and
+  // raises the total value (0 turns the search off).
+  int admit_jobs = 4;
+  int admit_actions = 2;
+  // Defragmentation: a grant that does not fit on the fewest nodes that can
+  // hold it may move up to defrag_moves smaller single-node jobs (0: off).
+  int defrag_moves = 2;
+  // After that, a grant still short may re-place every job (PlaceOptions).
+  bool repack = true;
 };
 
 // Checkpoint bytes per parameter (mixed precision + Adam), as the engine.
@@ -120,15 +132,25 @@ class ArenaPolicy : public Policy {
     std::vector<GoodputGrant> grants;
     if (p_.backfill && p_.marginal) {
       grants = AllocateByMarginalUtility(curves, capacity);
+      admitted_ += Admit(curves, capacity, grants);
     } else {
       grants = InPriorityOrder(std::move(ranked), capacity, /*block=*/!p_.backfill);
     }
     // A rejected job holds no GPUs (a job fits nowhere only if it never
     // fitted, so it was never placed), so PlaceGrants never names it.
-    Decision d = PlaceGrants(snap, grants);
+    PlaceOptions place;
+    place.defrag_moves = p_.defrag_moves;
+    place.repack = p_.repack;
+    PlaceStats stats;
+    Decision d = PlaceGrants(snap, grants, place, &stats);
+    migrations_ += stats.migrations;
     d.reject = std::move(reject.reject);
     return d;
   }
+
+  // What the explicit mechanisms did so far (for tests and reports).
+  int64_t admitted() const { return admitted_; }
+  int64_t migrations() const { return migrations_; }
 
  private:
   // The job's grids: (type, count) shapes that fit, ascending count per type.
@@ -166,6 +188,127 @@ class ArenaPolicy : public Policy {
       }
     }
     return out;
+  }
+
+  // Arena's bounded search of shrink and GPU-type-change actions to admit
+  // a waiting job. The marginal allocation is greedy per GPU, so a waiting
+  // job whose smallest grid is larger than what is left can stay out even
+  // when admitting it is worth more than a few GPUs of the jobs that took
+  // them. For up to admit_jobs such jobs (most valuable first), every grid
+  // of the job is tried: its deficit on that type is covered by at most
+  // admit_actions granted jobs of the type, each taking its cheapest action
+  // (shrinking to a smaller grid, or moving to another type's grid that
+  // fits in the free GPUs there) in order of value lost per GPU freed. The
+  // best grid whose value exceeds the total loss wins and is applied. All
+  // values are the allocation's (restart delays included). Returns how
+  // many jobs it admitted.
+  int Admit(const std::vector<JobCurves>& curves, const std::vector<int>& capacity,
+            std::vector<GoodputGrant>& grants) const {
+    if (p_.admit_jobs <= 0 || p_.admit_actions <= 0) return 0;
+    const int types = static_cast<int>(capacity.size());
+    std::vector<int> free = capacity;
+    std::unordered_map<const JobView*, int> grant_of;
+    for (int i = 0; i < static_cast<int>(grants.size()); ++i) {
+      free[grants[i].type] -= grants[i].gpus;
+      grant_of[grants[i].job] = i;
+    }
+    std::vector<std::pair<double, int>> waiting;  // (best value, curve)
+    for (int c = 0; c < static_cast<int>(curves.size()); ++c) {
+      if (grant_of.count(curves[c].job) || !curves[c].job->alloc.empty()) continue;
+      double best = 0;
+      for (const TypeCurve& tc : curves[c].types)
+        for (const CurvePoint& pt : tc.points) best = std::max(best, pt.utility);
+      waiting.push_back({best, c});
+    }
+    std::stable_sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (static_cast<int>(waiting.size()) > p_.admit_jobs) waiting.resize(p_.admit_jobs);
+    std::unordered_map<const JobView*, int> curve_of;
+    for (int c = 0; c < static_cast<int>(curves.size()); ++c) curve_of[curves[c].job] = c;
+    auto utility = [&](const JobCurves& jc, int type, int gpus) {
+      for (const TypeCurve& tc : jc.types) {
+        if (tc.type != type) continue;
+        for (const CurvePoint& pt : tc.points)
+          if (pt.gpus == gpus) return pt.utility;
+      }
+      return 0.0;
+    };
+    struct Action {
+      int grant;
+      int type, gpus;  // the donor's new grid
+      int freed;
+      double loss;
+    };
+    int admitted = 0;
+    for (const auto& [value, c] : waiting) {
+      (void)value;
+      const JobCurves& jc = curves[c];
+      // The cheapest action of each granted job, per type it would free.
+      std::vector<std::vector<Action>> actions(types);
+      for (int i = 0; i < static_cast<int>(grants.size()); ++i) {
+        const GoodputGrant& g = grants[i];
+        const JobCurves& dc = curves[curve_of.at(g.job)];
+        double have = utility(dc, g.type, g.gpus);
+        std::optional<Action> best;
+        for (const TypeCurve& tc : dc.types) {
+          for (size_t k = 1; k < tc.points.size(); ++k) {
+            const CurvePoint& pt = tc.points[k];
+            bool shrink = tc.type == g.type && pt.gpus < g.gpus;
+            bool move = tc.type != g.type && pt.gpus <= free[tc.type];
+            if (!shrink && !move) continue;
+            Action a{i, tc.type, pt.gpus, shrink ? g.gpus - pt.gpus : g.gpus, have - pt.utility};
+            if (!best || a.loss * best->freed < best->loss * a.freed) best = a;
+          }
+        }
+        if (best) actions[g.type].push_back(*best);
+      }
+      for (auto& list : actions)
+        std::stable_sort(list.begin(), list.end(),
+                         [](const Action& a, const Action& b) { return a.loss * b.freed < b.loss * a.freed; });
+      double best_net = 0;
+      int best_type = -1, best_gpus = 0;
+      std::vector<Action> best_actions;
+      for (const TypeCurve& tc : jc.types) {
+        for (size_t k = 1; k < tc.points.size(); ++k) {
+          const CurvePoint& pt = tc.points[k];
+          if (pt.gpus > capacity[tc.type]) break;
+          int need = pt.gpus - free[tc.type];
+          double loss = 0;
+          std::vector<Action> chosen;
+          std::vector<int> room = free;  // moves take GPUs on other types
+          for (const Action& a : actions[tc.type]) {
+            if (need <= 0 || static_cast<int>(chosen.size()) == p_.admit_actions) break;
+            if (a.type != tc.type) {
+              if (room[a.type] < a.gpus) continue;
+              room[a.type] -= a.gpus;
+            }
+            chosen.push_back(a);
+            loss += a.loss;
+            need -= a.freed;
+          }
+          if (need > 0) continue;
+          double net = pt.utility - loss;
+          if (net > best_net) {
+            best_net = net;
+            best_type = tc.type;
+            best_gpus = pt.gpus;
+            best_actions = std::move(chosen);
+          }
+        }
+      }
+      if (best_type < 0) continue;
+      for (const Action& a : best_actions) {
+        GoodputGrant& g = grants[a.grant];
+        free[g.type] += g.gpus;
+        free[a.type] -= a.gpus;
+        g.type = a.type;
+        g.gpus = a.gpus;
+      }
+      free[best_type] -= best_gpus;
+      grant_of[jc.job] = static_cast<int>(grants.size());
+      grants.push_back({jc.job, best_type, best_gpus});
+      ++admitted;
+    }
+    return admitted;
   }
 
   double CheckpointS(const JobView& job, int nodes) {
@@ -244,6 +387,8 @@ class ArenaPolicy : public Policy {
   ArenaParams p_;
   PolicyTraits traits_;
   std::unordered_map<std::string, double> checkpoint_bytes_;
+  int64_t admitted_ = 0;
+  int64_t migrations_ = 0;
 };
 
 Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
@@ -265,11 +410,22 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
       return InvalidArgument("arena: expected finite option values of at most 1e9 (seconds, GB/s)");
     }
   }
+  for (auto [key, out] : {std::pair<const char*, int*>{"admit_jobs", &p.admit_jobs},
+                          {"admit_actions", &p.admit_actions},
+                          {"defrag_moves", &p.defrag_moves}}) {
+    auto v = o.GetDouble(key, *out);
+    if (!v.ok()) return v.status();
+    if (!(*v >= 0 && *v <= 1000) || *v != std::floor(*v)) {
+      return InvalidArgument(std::string("arena: ") + key + " must be a whole number from 0 to 1000");
+    }
+    *out = static_cast<int>(*v);
+  }
   for (auto [key, out] : {std::pair<const char*, bool*>{"elastic", &p.elastic},
                           {"hetero", &p.hetero},
                           {"backfill", &p.backfill},
                           {"full_search", &p.full_search},
-                          {"marginal", &p.marginal}}) {
+                          {"marginal", &p.marginal},
+                          {"repack", &p.repack}}) {
     auto v = o.GetBool(key, *out);
     if (!v.ok()) return v.status();
     *out = *v;
@@ -307,7 +463,11 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
       "search_s_per_gpu=<s> (default 10)", "search_cap=<s> (default 40)", "elastic=true|false",
       "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp",
       "marginal=true|false (default true; false: job by job in weight order)",
-      "profiling=disaggregated|direct|none (default disaggregated)", "profile_config_s=<s per profiled configuration> (default 60)"};
+      "profiling=disaggregated|direct|none (default disaggregated)", "profile_config_s=<s per profiled configuration> (default 60)",
+      "admit_jobs=<n> (default 4; waiting jobs per decision the shrink/type-change search tries; 0 = off)",
+      "admit_actions=<n> (default 2; shrinks or type changes it may make per admitted job)",
+      "defrag_moves=<n> (default 2; jobs a placement may migrate to defragment; 0 = off)",
+      "repack=true|false (default true; a grant still short after that may re-place every job)"};
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "

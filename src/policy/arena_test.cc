@@ -303,6 +303,57 @@ TEST(ArenaShrink, AloneKeepsEverything) {
   EXPECT_EQ(Show(Arena()->Decide(f.Snap(Seconds(3600))), f.cluster()), "");
 }
 
+// 2b. The admission search: the marginal allocation is greedy per GPU, so
+// it can give an elastic job its last two GPUs and leave a rigid 4-GPU job
+// out with two GPUs idle. Shrinking the elastic job (6 -> 4) admits it and
+// is worth more; with the search off (admit_jobs=0) the job stays out.
+TEST(ArenaAdmit, ShrinkAdmitsWhatTheGreedyLeftOut) {
+  PolicyFixture f(TwoByFourA100(), PlanMode::kBest);
+  f.AddJob(MakeJob("e").Model("gpt3-1.3b").Batch(120).Gpus(6).Elastic(1, 6).Iterations(1e3));
+  f.AddJob(MakeJob("w").Model("gpt3-350m").Batch(128).Gpus(4).Iterations(3500));
+  Snapshot snap = f.Snap(0);
+  Decision off = Arena("arena:admit_jobs=0")->Decide(snap);
+  std::map<int, Allocation> a_off = CheckInvariants(snap, off);
+  EXPECT_EQ(a_off[0].gpus(), 6) << Show(off, f.cluster());
+  EXPECT_TRUE(a_off[1].empty()) << Show(off, f.cluster());
+  Decision on = Arena()->Decide(snap);
+  std::map<int, Allocation> a_on = CheckInvariants(snap, on);
+  EXPECT_EQ(a_on[0].gpus(), 4) << Show(on, f.cluster());
+  EXPECT_EQ(a_on[1].gpus(), 4) << Show(on, f.cluster());
+  // admit_actions=0 disables it too.
+  EXPECT_EQ(Show(Arena("arena:admit_actions=0")->Decide(snap), f.cluster()), Show(off, f.cluster()));
+}
+
+// The same with a GPU-type change: a short 2-GPU job takes two of the
+// eight H100s, which leaves a rigid 8-GPU job out; moving the short job to
+// the two V100s admits the big one. A very short job is not worth moving
+// (the big one waits), and one long enough is put on the V100s anyway.
+TEST(ArenaAdmit, TypeChangeAdmits) {
+  std::string yaml = ClusterYaml("arena_h100x8_v100x2",
+                                 "  - {name: h100, gpu: h100-sxm, nodes: 1, gpus_per_node: 8, intra: nvswitch}\n"
+                                 "  - {name: v100, gpu: v100-32g, nodes: 1, gpus_per_node: 2, intra: nvlink-mesh}\n");
+  for (double short_iters : {100.0, 2000.0}) {
+    SCOPED_TRACE("short job iterations " + std::to_string(short_iters));
+    PolicyFixture f(yaml, PlanMode::kBest);
+    int h100 = f.Type("h100-sxm"), v100 = f.Type("v100-32g");
+    f.AddJob(MakeJob("e").Model("gpt3-350m").Batch(128).Gpus(2).Elastic(1, 2).Iterations(short_iters));
+    f.AddJob(MakeJob("w").Model("gpt3-1.3b").Batch(128).Gpus(8).Iterations(2000));
+    Snapshot snap = f.Snap(0);
+    std::map<int, Allocation> off = CheckInvariants(snap, Arena("arena:admit_jobs=0")->Decide(snap));
+    EXPECT_EQ(off[0].type, h100);
+    EXPECT_TRUE(off[1].empty());
+    Decision d = Arena()->Decide(snap);
+    std::map<int, Allocation> on = CheckInvariants(snap, d);
+    if (short_iters < 1000) {
+      EXPECT_EQ(on, off) << Show(d, f.cluster());
+    } else {
+      EXPECT_EQ(on[0].type, v100) << Show(d, f.cluster());
+      EXPECT_EQ(on[1].type, h100) << Show(d, f.cluster());
+      EXPECT_EQ(on[1].gpus(), 8) << Show(d, f.cluster());
+    }
+  }
+}
+
 // 3. A job on slow GPUs moves to idle fast ones when the restart pays.
 TEST(ArenaMove, ToFasterTypeWhenRestartPays) {
   for (double left : {1e4, 1.0}) {
@@ -492,7 +543,9 @@ TEST(ArenaOptions, BadOptionsAreRejected) {
                        Row{"arena:storage_gbs=0", "storage_gbs"}, Row{"arena:restart_overhead=-3", "restart_overhead"},
                        Row{"arena:aging=soon", "aging"}, Row{"arena:elastic=maybe", "elastic"},
                        Row{"arena-no-backfill:backfill=2", "backfill"}, Row{"arena:parallelism=weird", "weird"},
-                       Row{"arena:bogus=1", "unknown option 'bogus'"}, Row{"arena:aging", "key=value"}}) {
+                       Row{"arena:bogus=1", "unknown option 'bogus'"}, Row{"arena:aging", "key=value"},
+                       Row{"arena:admit_jobs=-1", "admit_jobs"}, Row{"arena:admit_actions=1.5", "admit_actions"},
+                       Row{"arena:defrag_moves=1e6", "defrag_moves"}}) {
     SCOPED_TRACE(r.spec);
     auto p = PolicyRegistry::Builtin().Create(r.spec, PolicyContext{});
     ASSERT_FALSE(p.ok());

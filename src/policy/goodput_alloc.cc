@@ -1,7 +1,10 @@
 #include "policy/goodput_alloc.h"
 
 #include <algorithm>
+#include <cassert>
+#include <optional>
 #include <queue>
+#include <tuple>
 
 #include "policy/placement.h"
 #include "policy/throughput.h"
@@ -110,14 +113,122 @@ namespace {
 
 struct Packing {
   std::vector<std::pair<const JobView*, Allocation>> placed;
+  std::vector<char> kept;  // per placed entry: the job keeps its current GPUs
   int gpus = 0;
   bool all_full = true;  // every grant placed at its full size
+  int migrations = 0;    // kept jobs moved to defragment
 };
+
+// Explicit defragmentation (PlaceOptions::defrag_moves): room for `gpus`
+// GPUs of `type` on `k` nodes, made by moving jobs already placed on one
+// node each (smaller than the grant) to other nodes of the type. Jobs placed
+// by this decision move free (they restart anyway); at most `max_moves` kept
+// ones move. Candidate node sets: each single node when k = 1, else the k
+// nodes with the most free plus movable GPUs. Among feasible sets, the one
+// moving fewest kept jobs, then fewest GPUs, then the lowest node ids.
+// On success the grant's GPUs are taken and `out.placed` is updated.
+std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int type, int gpus, int k, int max_moves,
+                                     Packing& out) {
+  const std::vector<int>& nodes = cluster.types()[type].nodes;
+  // Movable placed entries per node.
+  std::vector<std::vector<int>> on_node(cluster.nodes().size());
+  for (int i = 0; i < static_cast<int>(out.placed.size()); ++i) {
+    const Allocation& a = out.placed[i].second;
+    if (a.type != type || a.nodes() != 1 || a.gpus() >= gpus) continue;
+    on_node[a.parts[0].node].push_back(i);
+  }
+  auto movable_gpus = [&](int node) {
+    int n = 0;
+    for (int i : on_node[node]) n += out.placed[i].second.gpus();
+    return n;
+  };
+  std::vector<std::vector<int>> candidates;
+  if (k == 1) {
+    for (int id : nodes)
+      if (cluster.nodes()[id].gpus >= gpus && fm.free_on(id) + movable_gpus(id) >= gpus) candidates.push_back({id});
+  } else {
+    std::vector<int> order;
+    for (int id : nodes)
+      if (fm.free_on(id) + movable_gpus(id) > 0) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return fm.free_on(a) + movable_gpus(a) > fm.free_on(b) + movable_gpus(b);
+    });
+    if (static_cast<int>(order.size()) >= k) {
+      order.resize(k);
+      std::sort(order.begin(), order.end());
+      candidates.push_back(order);
+    }
+  }
+  struct Plan {
+    std::vector<int> nodes, moves;
+    int kept_moves = 0, moved_gpus = 0;
+  };
+  std::optional<Plan> best;
+  for (const std::vector<int>& set : candidates) {
+    int need = gpus;
+    std::vector<int> pool;  // movable entries on the set, largest first
+    for (int id : set) {
+      need -= fm.free_on(id);
+      pool.insert(pool.end(), on_node[id].begin(), on_node[id].end());
+    }
+    if (need <= 0) continue;  // no move needed: ordinary placement handles it
+    // Free moves first, then the largest kept jobs (fewest moves).
+    std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) {
+      if (out.kept[a] != out.kept[b]) return out.kept[a] < out.kept[b];
+      return out.placed[a].second.gpus() > out.placed[b].second.gpus();
+    });
+    Plan plan{set, {}, 0, 0};
+    for (int i : pool) {
+      if (need <= 0) break;
+      if (out.kept[i] && plan.kept_moves == max_moves) break;
+      plan.moves.push_back(i);
+      plan.kept_moves += out.kept[i];
+      plan.moved_gpus += out.placed[i].second.gpus();
+      need -= out.placed[i].second.gpus();
+    }
+    if (need > 0) continue;
+    if (!best || std::tie(plan.kept_moves, plan.moved_gpus) < std::tie(best->kept_moves, best->moved_gpus)) {
+      best = std::move(plan);
+    }
+  }
+  if (!best) return std::nullopt;
+  // Try it: free the movers, reserve the grant's nodes, re-place the movers
+  // elsewhere; undo everything if one does not fit.
+  for (int i : best->moves) fm.Release(out.placed[i].second);
+  Allocation grant;
+  grant.type = type;
+  int left = gpus;
+  for (int id : best->nodes) {
+    int take = std::min(left, fm.free_on(id));
+    if (take > 0) grant.parts.push_back({id, take});
+    left -= take;
+  }
+  assert(left == 0);
+  fm.Take(grant);
+  std::vector<Allocation> moved;
+  for (int i : best->moves) {
+    auto a = fm.Place(type, out.placed[i].second.gpus(), 1);
+    if (!a) {
+      for (const Allocation& m : moved) fm.Release(m);
+      fm.Release(grant);
+      for (int j : best->moves) fm.Take(out.placed[j].second);
+      return std::nullopt;
+    }
+    moved.push_back(std::move(*a));
+  }
+  for (size_t m = 0; m < best->moves.size(); ++m) {
+    int i = best->moves[m];
+    out.migrations += out.kept[i];
+    out.kept[i] = 0;
+    out.placed[i].second = std::move(moved[m]);
+  }
+  return grant;
+}
 
 // One packing. keep_first: jobs granted their current type and count take
 // their exact GPUs before anything else is placed; otherwise every grant is
 // placed largest first and a kept job keeps its GPUs only if still free.
-Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first) {
+Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first, int defrag_moves) {
   FreeMap fm(snap);
   for (const JobView* j : snap.jobs)
     if (!j->alloc.empty()) fm.Release(j->alloc);
@@ -131,6 +242,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     if (keep_first && unchanged(g)) {
       fm.Take(g.job->alloc);
       out.placed.push_back({g.job, g.job->alloc});
+      out.kept.push_back(1);
       out.gpus += g.gpus;
     } else {
       order.push_back(&g);
@@ -144,8 +256,20 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     if (!keep_first && unchanged(*g) && fm.IsFree(g->job->alloc)) {
       fm.Take(g->job->alloc);
       out.placed.push_back({g->job, g->job->alloc});
+      out.kept.push_back(1);
       out.gpus += g->gpus;
       continue;
+    }
+    if (defrag_moves > 0) {
+      int k = g->max_nodes > 0 ? g->max_nodes : MinNodes(*snap.cluster, g->type, g->gpus);
+      if (!fm.CanPlace(g->type, g->gpus, k) && fm.free_of_type(g->type) > 0) {
+        if (auto a = Defragment(fm, *snap.cluster, g->type, g->gpus, k, defrag_moves, out)) {
+          out.placed.push_back({g->job, std::move(*a)});
+          out.kept.push_back(0);
+          out.gpus += g->gpus;
+          continue;
+        }
+      }
     }
     const JobSpec& s = *g->job->spec;
     int lo = RigidJob(*g->job) ? g->gpus : std::max(1, std::min(g->gpus, s.min_gpus));
@@ -159,6 +283,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
           continue;
         }
         out.placed.push_back({g->job, std::move(*a)});
+        out.kept.push_back(0);
         out.gpus += n;
         done = true;
         if (n < g->gpus) out.all_full = false;
@@ -171,11 +296,20 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
 
 }  // namespace
 
-Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants) {
-  Packing best = Pack(snap, grants, /*keep_first=*/true);
-  if (!best.all_full) {
-    Packing other = Pack(snap, grants, /*keep_first=*/false);
-    if (other.gpus > best.gpus) best = std::move(other);
+Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants, const PlaceOptions& options,
+                     PlaceStats* stats) {
+  Packing best = Pack(snap, grants, /*keep_first=*/true, options.defrag_moves);
+  bool repacked = false;
+  if (!best.all_full && options.repack) {
+    Packing other = Pack(snap, grants, /*keep_first=*/false, options.defrag_moves);
+    if (other.gpus > best.gpus) {
+      best = std::move(other);
+      repacked = true;
+    }
+  }
+  if (stats != nullptr) {
+    stats->migrations = best.migrations;
+    stats->repacked = repacked;
   }
   std::vector<std::pair<const JobView*, Allocation>>& placed = best.placed;
   std::sort(placed.begin(), placed.end(),

@@ -53,14 +53,29 @@ GpuRange GoodputGpuRange(const JobView& job, int cap);
 std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
                                                     const std::vector<int>& capacity);
 
+struct PlaceOptions {
+  // When the first packing leaves a grant short, a second one places every
+  // grant largest first, moving kept jobs wherever that fits more GPUs.
+  bool repack = true;
+  // Explicit defragmentation: a grant that does not fit on its node count
+  // (max_nodes, else the fewest nodes that can hold it) may move up to this
+  // many kept single-node jobs smaller than itself to other nodes of the
+  // type to make room (jobs this decision places anyway move free).
+  int defrag_moves = 0;
+};
+struct PlaceStats {
+  int migrations = 0;     // kept jobs moved by defragmentation
+  bool repacked = false;  // the second packing won
+};
+
 // Turns grants into a Decision: every active job's allocation is released
 // and re-placed; a job granted its current type and count keeps its exact
 // GPUs; the others are placed largest first with FreeMap's consolidation
-// within their max_nodes, shrinking (not below the spec's min_gpus; rigid
-// jobs not at all) when fragmentation leaves no room. When that leaves a
-// grant short, a second packing places every grant largest first (kept
-// jobs stay where they are if their GPUs are still free, else move) and
-// wins if it places more GPUs. Jobs without a grant are suspended.
-Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants);
+// within their max_nodes (after defragmenting, if asked), shrinking (not
+// below the spec's min_gpus; rigid jobs not at all) when fragmentation
+// leaves no room; then the repack (see PlaceOptions). Jobs without a grant
+// are suspended.
+Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants,
+                     const PlaceOptions& options = {}, PlaceStats* stats = nullptr);
 
 }  // namespace tessel

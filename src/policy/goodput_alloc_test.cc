@@ -500,11 +500,17 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
       left[t] -= g;
       grants.push_back({&v, t, g});
     }
-    Decision d = PlaceGrants(snap, grants);
+    for (int defrag : {0, 2}) {
+    SCOPED_TRACE("defrag_moves " + std::to_string(defrag));
+    PlaceOptions options;
+    options.defrag_moves = defrag;
+    PlaceStats stats;
+    Decision d = PlaceGrants(snap, grants, options, &stats);
     std::vector<Allocation> after = After(snap, d);
     ExpectNoDoubleBooking(snap, after);
     std::vector<const GoodputGrant*> by_job(njobs, nullptr);
     for (const GoodputGrant& g : grants) by_job[g.job->index] = &g;
+    int moved_kept = 0;
     for (int j = 0; j < njobs; ++j) {
       const JobView& v = f.jobs()[j];
       const Allocation& a = after[j];
@@ -524,10 +530,21 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
         EXPECT_EQ(a.gpus(), g->gpus) << "rigid job " << j;
       }
       if (!v.alloc.empty() && v.alloc.type == g->type && v.alloc.gpus() == g->gpus) {
-        EXPECT_EQ(a, v.alloc) << "job " << j << " keeps its exact GPUs";
+        if (a != v.alloc) {
+          ++moved_kept;
+          continue;
+        }
         EXPECT_EQ(Assigned(d, j), nullptr) << "job " << j << " keeps its GPUs: not named";
       }
     }
+    // Without defragmentation, a job granted its current shape keeps its
+    // exact GPUs (unless the repack won); with it, only the counted
+    // migrations move, each a single-node job, at most defrag_moves per grant.
+    if (!stats.repacked) {
+      EXPECT_EQ(moved_kept, stats.migrations);
+      EXPECT_LE(stats.migrations, defrag * static_cast<int>(grants.size()));
+    }
+    if (defrag == 0) EXPECT_EQ(stats.migrations, 0);
     // Named jobs are active jobs and never named twice.
     std::vector<int> named(njobs, 0);
     for (const auto& [index, alloc] : d.assign) {
@@ -535,7 +552,69 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
       ASSERT_LT(index, njobs);
       EXPECT_EQ(++named[index], 1);
     }
+    }
   }
+}
+
+// Explicit defragmentation: two 1-GPU jobs sit on the two 4-GPU T4 nodes,
+// so a new 4-GPU grant fits by count but on no single node. Without
+// defragmentation it is spread over both nodes (and, kept to one node,
+// shrunk); with defrag_moves=1 one small job moves and the grant gets a
+// whole node. A job as large as the grant is never moved.
+TEST(GoodputAllocTest, PlaceGrantsDefragmentsByMovingSmallJobs) {
+  PolicyFixture f(SmallCluster());
+  const int t4 = f.Type("t4");
+  JobView& a = f.AddJob(MakeJob("a").Elastic(1, 8));
+  JobView& b = f.AddJob(MakeJob("b").Elastic(1, 8));
+  JobView& c = f.AddJob(MakeJob("c").Elastic(1, 8));
+  f.Run(a, Allocation{t4, {{0, 1}}});
+  f.Run(b, Allocation{t4, {{1, 1}}});
+  Snapshot snap = f.Snap(Seconds(100));
+  std::vector<GoodputGrant> grants = {{&a, t4, 1}, {&b, t4, 1}, {&c, t4, 4}};
+
+  std::vector<Allocation> plain = After(snap, PlaceGrants(snap, grants));
+  EXPECT_EQ(plain[c.index].nodes(), 2) << plain[c.index].ToString(f.cluster());
+  std::vector<GoodputGrant> one_node = grants;
+  one_node[2].max_nodes = 1;
+  PlaceOptions no_repack;
+  no_repack.repack = false;
+  EXPECT_EQ(After(snap, PlaceGrants(snap, one_node, no_repack))[c.index].gpus(), 3);
+  // The repack (default) fits all 4 by re-placing every job, unbounded.
+  PlaceStats repack;
+  EXPECT_EQ(After(snap, PlaceGrants(snap, one_node, {}, &repack))[c.index].gpus(), 4);
+  EXPECT_TRUE(repack.repacked);
+
+  PlaceOptions options;
+  options.defrag_moves = 1;
+  PlaceStats stats;
+  Decision d = PlaceGrants(snap, grants, options, &stats);
+  std::vector<Allocation> after = After(snap, d);
+  ExpectNoDoubleBooking(snap, after);
+  EXPECT_EQ(stats.migrations, 1);
+  EXPECT_FALSE(stats.repacked);
+  EXPECT_EQ(after[c.index].gpus(), 4);
+  EXPECT_EQ(after[c.index].nodes(), 1) << after[c.index].ToString(f.cluster());
+  int moved = (after[a.index] != a.alloc) + (after[b.index] != b.alloc);
+  EXPECT_EQ(moved, 1);
+  EXPECT_EQ(after[a.index].parts[0].node, after[b.index].parts[0].node) << "the small jobs now share a node";
+
+  // Jobs as large as the grant stay: a 4-GPU grant next to two 2-GPU jobs
+  // can move one of them, but a 2-GPU grant next to 2+1 never moves the
+  // 2-GPU job (it is not smaller than the grant).
+  PolicyFixture g(SmallCluster());
+  JobView& x = g.AddJob(MakeJob("x").Elastic(1, 8));
+  JobView& y = g.AddJob(MakeJob("y").Elastic(1, 8));
+  JobView& z = g.AddJob(MakeJob("z").Elastic(1, 8));
+  g.Run(x, Allocation{t4, {{0, 3}}});
+  g.Run(y, Allocation{t4, {{1, 3}}});
+  Snapshot s2 = g.Snap(Seconds(100));
+  PlaceStats st2;
+  std::vector<Allocation> a2 = After(s2, PlaceGrants(s2, {{&x, t4, 3}, {&y, t4, 3}, {&z, t4, 2}}, options, &st2));
+  EXPECT_EQ(st2.migrations, 0);
+  EXPECT_EQ(a2[x.index], x.alloc);
+  EXPECT_EQ(a2[y.index], y.alloc);
+  EXPECT_EQ(a2[z.index].gpus(), 2);
+  EXPECT_EQ(a2[z.index].nodes(), 2);
 }
 
 }  // namespace

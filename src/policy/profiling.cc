@@ -37,7 +37,8 @@ std::vector<int> PerType(const ProfilingModel& m, const JobSpec& job, const Clus
     if (!m.all_types && want >= 0 && t != want) continue;
     int type_gpus = cluster.types()[t].total_gpus;
     int max_gpus = std::min(type_gpus, std::max(1, std::max(job.max_gpus, job.requested_gpus)));
-    for (int p = 1; p <= m.max_stages && p <= layers; p *= 2) {
+    // Stage counts the job can use: no more stages than GPUs it may hold.
+    for (int p = 1; p <= m.max_stages && p <= layers && p <= max_gpus; p *= 2) {
       if (m.kind == ProfilingKind::kDisaggregated) {
         ++out[t];  // one stage on one GPU
       } else {

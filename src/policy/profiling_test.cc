@@ -39,10 +39,12 @@ TEST(Profiling, CountsConfigurations) {
   JobSpec j = Job("a", 0);  // 24 layers: stage counts 1, 2, 4, 8
   ProfilingModel m;
   m.kind = ProfilingKind::kDisaggregated;
-  EXPECT_EQ(m.Configurations(j, c), 2 * 4);  // one GPU per type per stage count
+  // One GPU per type per stage count the type can hold: a100 (8 GPUs) 1, 2,
+  // 4, 8; v100 (4 GPUs) 1, 2, 4.
+  EXPECT_EQ(m.Configurations(j, c), 4 + 3);
   EXPECT_DOUBLE_EQ(m.Seconds(j, c), 4 * 60.0);  // the two types at once
   m.parallel_types = false;
-  EXPECT_DOUBLE_EQ(m.Seconds(j, c), 8 * 60.0);
+  EXPECT_DOUBLE_EQ(m.Seconds(j, c), 7 * 60.0);
   m.all_types = false;
   EXPECT_EQ(m.Configurations(j, c), 4);
   ProfilingModel direct;
@@ -64,12 +66,15 @@ TEST(Profiling, ParsesKinds) {
   EXPECT_FALSE(PolicyRegistry::Builtin().Create("arena:profiling=sometimes", PolicyContext{}).ok());
 }
 
-// The engine holds a new job back for its profile; a job of the same
-// (model, batch) reuses it; direct profiling takes longer.
+// The engine holds a new job back for its profile; a job of the same model
+// reuses it (a disaggregated profile serves every batch, a direct one only
+// its own); direct profiling takes longer.
 TEST(Profiling, EngineDelaysFirstStartAndReusesProfiles) {
   Cluster c = TwoTypes();
   Workload w;
-  w.jobs = {Job("a", 0), Job("b", Seconds(10)), Job("c", Seconds(20), "gpt3-1.3b")};
+  JobSpec d = Job("d", Seconds(30));
+  d.global_batch *= 2;
+  w.jobs = {Job("a", 0), Job("b", Seconds(10)), Job("c", Seconds(20), "gpt3-1.3b"), d};
   auto first_start = [&](const std::string& spec) {
     auto policy = PolicyRegistry::Builtin().Create(spec, PolicyContext{}).value();
     EstimatorThroughput belief(c, policy->traits().plan_mode);
@@ -94,7 +99,9 @@ TEST(Profiling, EngineDelaysFirstStartAndReusesProfiles) {
   EXPECT_LT(dis[1], 240.0 + 300.0);     // ... and no more than a round after it
   EXPECT_NE(dis_log.find("profiling_s=240"), std::string::npos) << dis_log;
   EXPECT_NE(dis_log.find("profiling_s=230"), std::string::npos) << "b reuses a's profile: " << dis_log;
+  EXPECT_NE(dis_log.find("job=d profiling_s=210"), std::string::npos) << "d (another batch) reuses it: " << dis_log;
   EXPECT_GE(dir[0], 960.0) << dir_log;  // 16 configurations x 60 s
+  EXPECT_NE(dir_log.find("job=d profiling_s=960"), std::string::npos) << "direct: d profiles its own batch: " << dir_log;
   EXPECT_GT(dir[2], dis[2]);
 }
 

@@ -493,15 +493,24 @@ struct Simulator::Impl {
       Log("reject job=" + j.view.spec->id + " reason=" + why);
       return;
     }
-    // Profiles are kept per (model, batch) and what was profiled: a job
-    // whose shape was profiled (or is being profiled) waits only for that.
+    // Profiles are kept per model and what was profiled: a job whose shape
+    // was profiled (or is being profiled) waits only for that. A
+    // disaggregated profile (one stage on one GPU, swept over micro-batch
+    // sizes) serves every global batch of the model, since the batch only
+    // changes how many micro-batches and replicas run; a direct profile
+    // times whole iterations, so it is per global batch and size.
     double profiling = 0;
     if (traits.profiling.kind != ProfilingKind::kNone) {
       const JobSpec& spec = *j.view.spec;
-      std::string key = spec.model + "|" + std::to_string(spec.global_batch);
+      std::string key = spec.model;
       if (!traits.profiling.all_types) key += "|" + spec.requested_gpu_type;
-      if (traits.profiling.kind == ProfilingKind::kDirect)
-        key += "|" + std::to_string(std::max(spec.max_gpus, spec.requested_gpus));
+      if (traits.profiling.kind == ProfilingKind::kDirect) {
+        key += "|" + std::to_string(spec.global_batch) + "|" +
+               std::to_string(std::max(spec.max_gpus, spec.requested_gpus));
+      } else {
+        // Stage counts profiled depend on the most GPUs the job may hold.
+        key += "|" + std::to_string(traits.profiling.Configurations(spec, cluster));
+      }
       auto it = profiled_at.find(key);
       if (it == profiled_at.end()) {
         profiling = traits.profiling.Seconds(*j.view.spec, cluster);
