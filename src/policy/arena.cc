@@ -48,6 +48,9 @@ struct ArenaParams {
   int defrag_moves = 2;
   // After that, a grant still short may re-place every job (PlaceOptions).
   bool repack = true;
+  // Plans per new allocation handed to the executor (its grid's Pareto set
+  // of time against memory; 0: none).
+  int plan_set = 4;
 };
 
 // Checkpoint bytes per parameter (mixed precision + Adam), as the engine.
@@ -145,6 +148,17 @@ class ArenaPolicy : public Policy {
     Decision d = PlaceGrants(snap, grants, place, &stats);
     migrations_ += stats.migrations;
     d.reject = std::move(reject.reject);
+    // Each new allocation's Pareto plan set, for the executor.
+    if (p_.plan_set > 0) {
+      std::unordered_map<int, const JobSpec*> spec_of;
+      for (const JobView* job : snap.jobs) spec_of[job->index] = job->spec;
+      for (const auto& [index, alloc] : d.assign) {
+        if (alloc.empty()) continue;
+        std::vector<PlanChoice> set =
+            snap.belief->PlanSet(*spec_of.at(index), alloc.type, alloc.gpus(), alloc.nodes(), p_.plan_set);
+        if (!set.empty()) d.plans.push_back({index, std::move(set)});
+      }
+    }
     return d;
   }
 
@@ -412,7 +426,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
   }
   for (auto [key, out] : {std::pair<const char*, int*>{"admit_jobs", &p.admit_jobs},
                           {"admit_actions", &p.admit_actions},
-                          {"defrag_moves", &p.defrag_moves}}) {
+                          {"defrag_moves", &p.defrag_moves},
+                          {"plan_set", &p.plan_set}}) {
     auto v = o.GetDouble(key, *out);
     if (!v.ok()) return v.status();
     if (!(*v >= 0 && *v <= 1000) || *v != std::floor(*v)) {
@@ -467,7 +482,8 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
       "admit_jobs=<n> (default 4; waiting jobs per decision the shrink/type-change search tries; 0 = off)",
       "admit_actions=<n> (default 2; shrinks or type changes it may make per admitted job)",
       "defrag_moves=<n> (default 2; jobs a placement may migrate to defragment; 0 = off)",
-      "repack=true|false (default true; a grant still short after that may re-place every job)"};
+      "repack=true|false (default true; a grant still short after that may re-place every job)",
+      "plan_set=<n> (default 4; plans of each new allocation's Pareto set handed to the executor; 0 = none)"};
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "

@@ -109,6 +109,33 @@ std::map<int, Allocation> CheckInvariants(const Snapshot& snap, const Decision& 
     EXPECT_GE(free[n], 0) << "node " << n << " over-committed by " << Show(d, c);
     EXPECT_LE(free[n], c.nodes()[n].gpus) << "node " << n;
   }
+  // Every new allocation comes with its plan set for the executor: plans
+  // that use exactly its GPUs and fit in memory, fastest first, each later
+  // one using less memory.
+  std::map<int, const std::vector<PlanChoice>*> sets;
+  for (const auto& [job, set] : d.plans) EXPECT_TRUE(sets.emplace(job, &set).second) << "job " << job << " has two plan sets";
+  for (const auto& [job, alloc] : d.assign) {
+    if (alloc.empty()) {
+      EXPECT_EQ(sets.count(job), 0u) << "job " << job << " is suspended but has a plan set";
+      continue;
+    }
+    auto it = sets.find(job);
+    if (it == sets.end()) {
+      ADD_FAILURE() << "job " << job << " on " << alloc.ToString(c) << " has no plan set";
+      continue;
+    }
+    const std::vector<PlanChoice>& set = *it->second;
+    EXPECT_FALSE(set.empty());
+    EXPECT_LE(set.size(), 4u);
+    for (size_t k = 0; k < set.size(); ++k) {
+      EXPECT_EQ(set[k].plan.Gpus(), alloc.gpus()) << "job " << job << " plan " << set[k].plan.ToString();
+      EXPECT_LE(set[k].memory_gib_per_gpu, c.types()[alloc.type].gpu->memory_gib) << set[k].plan.ToString();
+      if (k > 0) {
+        EXPECT_GE(set[k].iteration_time_s, set[k - 1].iteration_time_s);
+        EXPECT_LT(set[k].memory_gib_per_gpu, set[k - 1].memory_gib_per_gpu);
+      }
+    }
+  }
   std::map<int, Allocation> after = After(snap, d);
   for (const auto& [index, alloc] : after) {
     const JobView& j = *Find(snap, index);
@@ -149,7 +176,15 @@ TEST(ArenaInvariants, CheckerCatchesViolations) {
     }
     return results.size();
   };
-  EXPECT_EQ(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever}), 0);
+  // b's 2 GPUs with its plan set (as arena hands it over).
+  std::vector<PlanChoice> plans = snap.belief->PlanSet(*f.jobs()[1].spec, t4, 2, 1, 4);
+  ASSERT_FALSE(plans.empty());
+  Decision good{{{1, On(t4, {{0, 2}})}}, {}, kNever, {{1, plans}}};
+  EXPECT_EQ(failures(good), 0);
+  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever}), 0);  // no plan set
+  Decision wrong_size = good;
+  wrong_size.plans[0].second = snap.belief->PlanSet(*f.jobs()[1].spec, t4, 1, 1, 4);
+  EXPECT_GT(failures(wrong_size), 0);  // plans for 1 GPU on 2
   EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 3}})}}, {}, kNever}), 0);  // 5 GPUs on a node of 4
   EXPECT_GT(failures(Decision{{{0, On(t4, {{0, 1}})}}, {}, kNever}), 0);  // rigid job shrunk
   EXPECT_GT(failures(Decision{{{2, On(t4, {{0, 1}})}}, {}, kNever}), 0);  // 175B on one T4
@@ -352,6 +387,31 @@ TEST(ArenaAdmit, TypeChangeAdmits) {
       EXPECT_EQ(on[1].gpus(), 8) << Show(d, f.cluster());
     }
   }
+}
+
+// The executor's plan sets: the grid search (Arena's pruned one) finds a
+// first plan close to the full search's best, and later plans trade speed
+// for memory; plan_set=0 hands none over.
+TEST(ArenaPlans, ParetoSetPerGrid) {
+  MixedCase c(PlanMode::kBest);
+  Snapshot snap = c.f.Snap(Seconds(600));
+  Decision d = Arena()->Decide(snap);
+  CheckInvariants(snap, d);
+  ASSERT_FALSE(d.plans.empty());
+  size_t longer = 0;
+  for (const auto& [job, set] : d.plans) {
+    const Allocation* alloc = nullptr;
+    for (const auto& [j, a] : d.assign)
+      if (j == job) alloc = &a;
+    ASSERT_NE(alloc, nullptr);
+    const JobRate& best = snap.belief->Rate(*Find(snap, job)->spec, alloc->type, alloc->gpus(), alloc->nodes());
+    EXPECT_GE(set.front().iteration_time_s, best.iteration_time_s * 0.999) << "the grid search is a subset of the full one";
+    EXPECT_LE(set.front().iteration_time_s, best.iteration_time_s * 1.10) << set.front().plan.ToString();
+    longer += set.size() > 1;
+  }
+  EXPECT_GT(longer, 0u) << "some grid offers a memory fallback";
+  EXPECT_TRUE(Arena("arena:plan_set=0")->Decide(snap).plans.empty());
+  for (const auto& [job, set] : Arena("arena:plan_set=1")->Decide(snap).plans) EXPECT_EQ(set.size(), 1u);
 }
 
 // 3. A job on slow GPUs moves to idle fast ones when the restart pays.

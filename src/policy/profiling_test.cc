@@ -100,6 +100,9 @@ TEST(Profiling, EngineDelaysFirstStartAndReusesProfiles) {
   EXPECT_NE(dis_log.find("profiling_s=240"), std::string::npos) << dis_log;
   EXPECT_NE(dis_log.find("profiling_s=230"), std::string::npos) << "b reuses a's profile: " << dis_log;
   EXPECT_NE(dis_log.find("job=d profiling_s=210"), std::string::npos) << "d (another batch) reuses it: " << dis_log;
+  // Starts carry arena's plan set for the executor; none without one.
+  EXPECT_NE(dis_log.find(" plan_set=4 first=d"), std::string::npos) << dis_log;
+  EXPECT_EQ(first_start("arena:plan_set=0").second.find("plan_set="), std::string::npos);
   EXPECT_GE(dir[0], 960.0) << dir_log;  // 16 configurations x 60 s
   EXPECT_NE(dir_log.find("job=d profiling_s=960"), std::string::npos) << "direct: d profiles its own batch: " << dir_log;
   EXPECT_GT(dir[2], dis[2]);

@@ -13,11 +13,10 @@
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
 #include "hardware/cluster.h"
+#include "policy/throughput.h"
 #include "workload/job.h"
 
 namespace tessel {
-
-class ThroughputModel;
 
 struct Placement {
   int node = 0;
@@ -114,6 +113,10 @@ struct Decision {
   // Ask to be called again at this time even if nothing happens (e.g. when a
   // running job will cross a priority threshold). kNever = not needed.
   SimTime wake_at = kNever;
+  // Optional, for the executor: job index -> the plan set (fastest first,
+  // less memory after) for its new allocation in `assign`. Jobs not named
+  // here run the backend's own best plan.
+  std::vector<std::pair<int, std::vector<PlanChoice>>> plans;
 };
 
 }  // namespace tessel

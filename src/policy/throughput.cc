@@ -45,6 +45,7 @@ struct EstimatorThroughput::Impl {
   PerfParams params;
   Estimator estimator{params};
   std::map<RateKey, JobRate> cache;
+  std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
 
   Impl(const Cluster& c, PlanMode m, PerfParams p) : cluster(c), mode(m), params(std::move(p)) {}
 
@@ -69,6 +70,64 @@ struct EstimatorThroughput::Impl {
     return rate;
   }
 
+  // The planner request for `job` on `gpus` GPUs of `type` over `nodes`.
+  PlanRequest Request(const ModelSpec& model, int type, int gpus, int nodes, double network_share) const {
+    const GpuTypeInfo& info = cluster.types()[type];
+    PlanRequest req;
+    req.model = &model;
+    req.topology = info.topology;
+    req.topology.network_gbps *= network_share;
+    // The job's GPUs are spread evenly over its nodes.
+    req.topology.gpus_per_node = std::max(1, (gpus + nodes - 1) / std::max(1, nodes));
+    req.gpus = gpus;
+    req.precision = PrecisionOn(model, *info.gpu);
+    req.top_k = 1;
+    return req;
+  }
+
+  // Grid searches for every stage count p dividing the GPU count, merged
+  // into one Pareto set (time ascending, memory strictly falling). Uses
+  // the job's global batch, rounded up to a multiple of the GPU count where
+  // nothing fits otherwise (as Compute).
+  std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) const {
+    auto model = FindModel(job.model);
+    if (!model.ok()) return {};
+    PlanRequest req = Request(**model, type, gpus, nodes, 1.0);
+    req.mode = SearchMode::kGrid;
+    req.top_k = std::max(1, max_plans);
+    auto search = [&](int batch) {
+      std::vector<Estimate> all;
+      for (int p = 1; p <= gpus && p <= (*model)->NumLayers(); p *= 2) {
+        if (gpus % p != 0) continue;
+        PlanRequest r = req;
+        r.pp = p;
+        r.global_batch = batch;
+        auto result = SearchPlans(estimator, r);
+        if (result.ok()) all.insert(all.end(), result->plans.begin(), result->plans.end());
+      }
+      return all;
+    };
+    int batch = std::max(1, job.global_batch);
+    double scale = 1;
+    std::vector<Estimate> all = search(batch);
+    if (all.empty() && batch % gpus != 0) {
+      int rounded = (batch + gpus - 1) / gpus * gpus;
+      all = search(rounded);
+      scale = static_cast<double>(batch) / rounded;
+    }
+    std::stable_sort(all.begin(), all.end(), [](const Estimate& a, const Estimate& b) {
+      if (a.iteration_time_s != b.iteration_time_s) return a.iteration_time_s < b.iteration_time_s;
+      return a.memory_gib_per_gpu < b.memory_gib_per_gpu;
+    });
+    std::vector<PlanChoice> out;
+    for (const Estimate& e : all) {
+      if (!out.empty() && e.memory_gib_per_gpu >= out.back().memory_gib_per_gpu - 1e-9) continue;
+      out.push_back({e.plan, e.iteration_time_s * scale, e.memory_gib_per_gpu});
+      if (static_cast<int>(out.size()) == max_plans) break;
+    }
+    return out;
+  }
+
   JobRate Compute(const JobSpec& job, int type, int gpus, int nodes, double network_share = 1.0) const {
     JobRate rate;
     auto model = FindModel(job.model);
@@ -76,16 +135,7 @@ struct EstimatorThroughput::Impl {
       rate.reason = model.status().message();
       return rate;
     }
-    const GpuTypeInfo& info = cluster.types()[type];
-    PlanRequest req;
-    req.model = *model;
-    req.topology = info.topology;
-    req.topology.network_gbps *= network_share;
-    // The job's GPUs are spread evenly over its nodes.
-    req.topology.gpus_per_node = std::max(1, (gpus + nodes - 1) / std::max(1, nodes));
-    req.gpus = gpus;
-    req.precision = PrecisionOn(**model, *info.gpu);
-    req.top_k = 1;
+    PlanRequest req = Request(**model, type, gpus, nodes, network_share);
     // A global batch the data-parallel degree cannot split evenly is rounded
     // up to the next multiple of the GPU count; the rate is scaled back.
     int batch = std::max(1, job.global_batch);
@@ -137,6 +187,15 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
   return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes, share64 / 64.0)).first->second;
+}
+
+std::vector<PlanChoice> EstimatorThroughput::PlanSet(const JobSpec& job, int type, int gpus, int nodes,
+                                                     int max_plans) {
+  if (impl_->mode == PlanMode::kDataParallel) return ThroughputModel::PlanSet(job, type, gpus, nodes, max_plans);
+  std::pair<RateKey, int> key{RateKey{job.model, job.global_batch, type, gpus, nodes}, max_plans};
+  auto it = impl_->plan_sets.find(key);
+  if (it != impl_->plan_sets.end()) return it->second;
+  return impl_->plan_sets.emplace(std::move(key), impl_->PlanSet(job, type, gpus, nodes, max_plans)).first->second;
 }
 
 }  // namespace tessel

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "hardware/cluster.h"
 #include "perf/params.h"
@@ -28,6 +29,16 @@ struct JobRate {
   double tokens_per_s = 0;      // 0 for models without tokens (CNNs)
   ParallelPlan plan;            // the plan this rate assumes
   std::string reason;           // why it does not fit, when !fits
+};
+
+// One plan of a grid's plan set, for the executor that launches the job:
+// plans come fastest first, each later one using less memory per GPU (a
+// Pareto set), so a launcher whose first plan runs out of memory on the
+// real machine falls back to the next without a new search.
+struct PlanChoice {
+  ParallelPlan plan;
+  double iteration_time_s = 0;
+  double memory_gib_per_gpu = 0;  // 0 when the source does not model memory
 };
 
 // How a job chooses its parallelism plan on an allocation.
@@ -57,6 +68,16 @@ class ThroughputModel {
     (void)network_share;
     return Rate(job, type, gpus, nodes);
   }
+  // The grid's plan set (at most `max_plans`): the planner's Arena-grid
+  // search for every pipeline-stage count, merged into one Pareto set
+  // (time up, memory down). Sources without a planner answer the rate's
+  // plan alone; empty when nothing fits.
+  virtual std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) {
+    (void)max_plans;
+    const JobRate& r = Rate(job, type, gpus, nodes);
+    if (!r.fits) return {};
+    return {PlanChoice{r.plan, r.iteration_time_s, 0}};
+  }
 };
 
 // The analytical estimator behind the planner (src/perf, src/plan).
@@ -68,6 +89,7 @@ class EstimatorThroughput : public ThroughputModel {
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   // Shares are rounded to 1/64 (memoised per step).
   const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override;
+  std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
   // Estimates made so far (cache misses), for reports and benchmarks.
   int64_t estimates() const { return misses_; }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <tuple>
+#include <unordered_map>
 
 #include "goodput/goodput.h"
 #include "model/catalog.h"
@@ -689,6 +690,8 @@ struct Simulator::Impl {
       ++j.version;
       if (!alloc.empty()) grants.push_back({idx, &alloc});
     }
+    std::unordered_map<int, const std::vector<PlanChoice>*> plan_sets;
+    for (const auto& [idx, set] : d.plans) plan_sets[idx] = &set;
     for (const auto& [idx, alloc] : grants) {
       JobState& j = jobs[idx];
       if (alloc->type < 0 || alloc->type >= static_cast<int>(cluster.types().size())) {
@@ -736,6 +739,11 @@ struct Simulator::Impl {
       } else {
         SetRate(j, *rate);
         how = " plan=" + rate->plan.ToString();
+      }
+      // The policy's plan set for the executor: a launcher runs its first
+      // plan, the rest are its memory fallbacks. The rate stays the truth's.
+      if (auto it = plan_sets.find(idx); it != plan_sets.end() && !it->second->empty()) {
+        how += " plan_set=" + std::to_string(it->second->size()) + " first=" + it->second->front().plan.ToString();
       }
       j.needs_save = false;
       running.push_back(idx);
