@@ -30,6 +30,12 @@ struct ArenaParams {
   double profile_config_s = 60;
   PlanMode plan_mode = PlanMode::kBest;
   double aging_s = 86400;
+  // A change is valued as if its restart took this many times its delay:
+  // the GPUs it takes sit idle meanwhile, and a change rarely comes alone
+  // (the jobs it displaces restart too, and the next decision may change
+  // it again). Sia's restart penalty and Pollux's re-allocation factor play
+  // the same role. 1 = charge the job's own delay only.
+  double restart_penalty = 3;
   double restart_overhead_s = 10;
   double storage_gbs = 2;
   double search_s_per_gpu = 10;
@@ -115,7 +121,7 @@ class ArenaPolicy : public Policy {
           if (g.type != t) continue;
           bool current = !job->alloc.empty() && job->alloc.type == t && job->alloc.gpus() == g.gpus;
           double time = left * g.iter_s;
-          double delay = current ? 0.0 : RestartDelay(*job, g);
+          double delay = current ? 0.0 : p_.restart_penalty * RestartDelay(*job, g);
           double value = weight * (g.rate / ref->rate) * (time / std::max(1e-9, time + delay));
           if (tc.points.back().gpus == g.gpus) {
             tc.points.back().utility = std::max(tc.points.back().utility, value);
@@ -407,6 +413,7 @@ class ArenaPolicy : public Policy {
 
 Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
   for (auto [key, out] : {std::pair<const char*, double*>{"aging", &p.aging_s},
+                          {"restart_penalty", &p.restart_penalty},
                           {"restart_overhead", &p.restart_overhead_s},
                           {"storage_gbs", &p.storage_gbs},
                           {"search_s_per_gpu", &p.search_s_per_gpu},
@@ -418,7 +425,7 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
     *out = *v;
   }
   if (!(p.aging_s > 0) || !(p.storage_gbs > 0)) return InvalidArgument("arena: aging and storage_gbs must be > 0");
-  for (double v : {p.aging_s, p.restart_overhead_s, p.storage_gbs, p.search_s_per_gpu, p.search_cap_s,
+  for (double v : {p.aging_s, p.restart_penalty, p.restart_overhead_s, p.storage_gbs, p.search_s_per_gpu, p.search_cap_s,
                    p.profile_config_s}) {
     if (!std::isfinite(v) || v > 1e9) {
       return InvalidArgument("arena: expected finite option values of at most 1e9 (seconds, GB/s)");
@@ -474,7 +481,9 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
   no_backfill.backfill = false;
   full_search.full_search = true;
   const std::vector<std::string> options = {
-      "aging=<seconds> (default 86400)", "restart_overhead=<s> (default 10)", "storage_gbs=<GB/s per node> (default 2)",
+      "aging=<seconds> (default 86400)",
+      "restart_penalty=<x> (default 3; a change is valued as if its restart took x times its delay)",
+      "restart_overhead=<s> (default 10)", "storage_gbs=<GB/s per node> (default 2)",
       "search_s_per_gpu=<s> (default 10)", "search_cap=<s> (default 40)", "elastic=true|false",
       "hetero=true|false", "backfill=true|false", "full_search=true|false", "parallelism=best|dp",
       "marginal=true|false (default true; false: job by job in weight order)",

@@ -1,6 +1,6 @@
 // tessel's own policy, `arena` (SYSTEM.md idea 1; after Arena/Crius):
 // scheduling co-designed with adaptive parallelism on a heterogeneous
-// cluster. First version: grids and marginal-gain allocation.
+// cluster.
 //
 // A job's *grids* are its candidate (GPU type, GPU count) shapes, each
 // consolidated on the fewest nodes, each timed with the planner's best
@@ -8,39 +8,55 @@
 // across rounds and across jobs of the same model and batch by
 // EstimatorThroughput). Every decision (rounds and events) re-plans the
 // whole cluster:
-//   value_j(grid) = w_j * rate_j(grid) / rate_j(reference) * T / (T + delay)
+//   value_j(grid) = w_j * rate_j(grid) / rate_j(reference) * T / (T + k * delay)
 // where rate_j(reference) is the job's rate on its request (or its
 // smallest grid that fits), w_j = (1 + age_j / aging) / T_ref_j favours
 // short and old jobs (T_ref_j = its remaining time at the reference: the
 // fluid SRPT weight), T is its remaining time on the grid and delay the
 // restart a change costs (checkpoint save + load at storage_gbs per node,
-// restart overhead, the pruned plan search; 0 for the current grid), so a
-// change pays only when it gains more than it costs. GPUs go by marginal
-// value per GPU (policy/goodput_alloc.h: each job on one type, largest
-// gain first), so a running job shrinks when its GPUs are worth more to a
-// heavier job, jobs move to types where they gain most, and GPUs left
-// after the big jobs go to whichever job gains from them (backfill); a
-// backfilled job yields when a later decision values its GPUs higher
-// elsewhere. Grids are powers of two plus the request, so a few GPUs can
-// stay idle. Placement packs jobs on the fewest nodes, keeping unchanged
-// jobs where they are. The option marginal=false serves jobs one by one
-// in weight order instead (each its most valuable grid holding its
-// request, shrunk if none fits): 5% shorter JCTs on the lightly loaded
-// Arena traces, much longer on the congested runtime trace.
+// restart overhead, the pruned plan search; 0 for the current grid),
+// weighted by k = restart_penalty (a change's cost is more than its own
+// delay: the GPUs it takes idle meanwhile and changes come in cascades),
+// so a change pays only when it gains clearly more than it costs. GPUs go
+// by marginal value per GPU (policy/goodput_alloc.h: each job on one type,
+// largest gain first), so a running job shrinks when its GPUs are worth
+// more to a heavier job, jobs move to types where they gain most, grow and
+// upgrade when GPUs free up, and GPUs left after the big jobs go to
+// whichever job gains from them (backfill); a backfilled job yields when a
+// later decision values its GPUs higher elsewhere. Grids are powers of two
+// plus the request, so a few GPUs can stay idle. The option marginal=false
+// serves jobs one by one in weight order instead (each its most valuable
+// grid holding its request, shrunk if none fits).
+//
+// Explicit mechanisms on top of the re-plan:
+//  - admission search (Arena's bounded shrink / type-change search): the
+//    greedy allocation can leave a waiting job out that is worth more than
+//    the last GPUs others took; up to admit_jobs such jobs are tried, each
+//    admitted when at most admit_actions granted jobs shrinking to a smaller
+//    grid or moving to a grid of another type make room at a net gain;
+//  - defragmentation: a grant that does not fit on its fewest nodes may
+//    migrate up to defrag_moves smaller single-node jobs elsewhere;
+//  - placement packs jobs on the fewest nodes, keeping unchanged jobs where
+//    they are, inside one rack when a rack can hold them;
+//  - plan sets: each new allocation comes with its grid's Pareto set of
+//    plans (time against memory, plan_set of them) for the executor.
 //
 // A new job is profiled before its first placement (policy/profiling.h):
-// disaggregated by default (one GPU per type and stage count, 60 s each);
-// profiling=direct profiles every grid instead, profiling=none skips it,
-// so the two show what disaggregation saves.
+// disaggregated by default (one GPU per type and stage count, 60 s each;
+// one profile serves every batch of the model); profiling=direct profiles
+// every grid instead, profiling=none skips it, so the two show what
+// disaggregation saves.
 //
 // The restart estimate is the policy's own (its options below), not the
 // backend's cost: it leaves out a first start's overhead and a suspended
 // job's pending checkpoint save, and assumes 14 bytes per parameter.
 //
 // Parameters (options, all named): aging (seconds, default 86400),
-// restart_overhead (s, 10), storage_gbs (per node, 2), search_s_per_gpu
-// (10) and search_cap (40) — the pruned search Arena's grids allow — and
-// the mechanism switches below.
+// restart_penalty (3), restart_overhead (s, 10), storage_gbs (per node, 2),
+// search_s_per_gpu (10) and search_cap (40) — the pruned search Arena's
+// grids allow — admit_jobs (4), admit_actions (2), defrag_moves (2), repack
+// (true), plan_set (4), profiling and profile_config_s (60), and the
+// mechanism switches below.
 //
 // Ablations (registered names):
 //   arena-no-elastic   each job keeps its requested GPU count;
@@ -54,12 +70,9 @@
 //
 // Load-aware: a grid that must span racks is timed at the share of the
 // rack uplinks it can expect given the cross-rack jobs already running
-// (policy/contention.h); placement keeps a multi-node job in one rack when
-// a rack can hold it (FreeMap).
+// (policy/contention.h).
 //
-// Not yet (issue 5): Arena's bounded shrink/type-change search and explicit
-// defragmenting migration (the whole-cluster re-plan each decision does
-// both implicitly); deadlines are ignored.
+// Deadlines are ignored.
 #pragma once
 
 #include "policy/policy.h"

@@ -181,13 +181,13 @@ TEST(ArenaInvariants, CheckerCatchesViolations) {
   ASSERT_FALSE(plans.empty());
   Decision good{{{1, On(t4, {{0, 2}})}}, {}, kNever, {{1, plans}}};
   EXPECT_EQ(failures(good), 0);
-  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever}), 0);  // no plan set
+  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever, {}}), 0);  // no plan set
   Decision wrong_size = good;
   wrong_size.plans[0].second = snap.belief->PlanSet(*f.jobs()[1].spec, t4, 1, 1, 4);
   EXPECT_GT(failures(wrong_size), 0);  // plans for 1 GPU on 2
-  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 3}})}}, {}, kNever}), 0);  // 5 GPUs on a node of 4
-  EXPECT_GT(failures(Decision{{{0, On(t4, {{0, 1}})}}, {}, kNever}), 0);  // rigid job shrunk
-  EXPECT_GT(failures(Decision{{{2, On(t4, {{0, 1}})}}, {}, kNever}), 0);  // 175B on one T4
+  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 3}})}}, {}, kNever, {}}), 0);  // 5 GPUs on a node of 4
+  EXPECT_GT(failures(Decision{{{0, On(t4, {{0, 1}})}}, {}, kNever, {}}), 0);  // rigid job shrunk
+  EXPECT_GT(failures(Decision{{{2, On(t4, {{0, 1}})}}, {}, kNever, {}}), 0);  // 175B on one T4
 }
 
 // A mixed scenario on `demo` (h100 = type 0 on n0-n1, a100 = 1 on n2-n7,
@@ -453,6 +453,27 @@ TEST(ArenaMove, FullSearchRaisesTheBar) {
   EXPECT_EQ(Show(Arena("arena:search_s_per_gpu=150:search_cap=600")->Decide(snap), f.cluster()), "");
 }
 
+// restart_penalty raises the bar for a change: whatever moves under the
+// default penalty (3) also moves when only the job's own delay counts (1),
+// and some moves that pay their own delay are not worth 3 times it.
+TEST(ArenaMove, RestartPenaltyRaisesTheBar) {
+  int only_at_1 = 0;
+  for (double left = 10; left <= 2000; left *= 1.3) {
+    SCOPED_TRACE("left=" + std::to_string(left));
+    PolicyFixture f(H100AndV100(), PlanMode::kBest);
+    int v100 = f.Type("v100-32g");
+    JobView& j = f.AddJob(MakeJob("j").Model("gpt3-1.3b").Batch(128).Gpus(8).Type("v100-32g").Iterations(1e4));
+    f.Run(j, f.Place(v100, 8), 0);
+    j.done_iterations = 1e4 - left;
+    Snapshot snap = f.Snap(Seconds(600));
+    bool moves1 = !Arena("arena:restart_penalty=1")->Decide(snap).assign.empty();
+    bool moves3 = !Arena()->Decide(snap).assign.empty();
+    if (moves3) EXPECT_TRUE(moves1);
+    only_at_1 += moves1 && !moves3;
+  }
+  EXPECT_GT(only_at_1, 0);
+}
+
 // 4. Backfill, then yield.
 //   phase 1: `hold` (4 GPUs, almost done) runs; `big` (8 GPUs, short) waits
 //   for it; `small` (2 GPUs, long) fits in the 4 free GPUs.
@@ -581,7 +602,7 @@ TEST(ArenaReject, HugeModelOnSmallGpus) {
   EXPECT_EQ(d.reject[0].first, 0);
   EXPECT_EQ(d.reject[1].first, 1);
   EXPECT_NE(d.reject[0].second.find("does not fit"), std::string::npos) << d.reject[0].second;
-  EXPECT_EQ(Show(Decision{d.assign, {}, kNever}, f.cluster()), "j2=t4 x1 on n0:1");
+  EXPECT_EQ(Show(Decision{d.assign, {}, kNever, {}}, f.cluster()), "j2=t4 x1 on n0:1");
 }
 
 TEST(ArenaReject, MoreGpusThanTheCluster) {
@@ -605,7 +626,8 @@ TEST(ArenaOptions, BadOptionsAreRejected) {
                        Row{"arena-no-backfill:backfill=2", "backfill"}, Row{"arena:parallelism=weird", "weird"},
                        Row{"arena:bogus=1", "unknown option 'bogus'"}, Row{"arena:aging", "key=value"},
                        Row{"arena:admit_jobs=-1", "admit_jobs"}, Row{"arena:admit_actions=1.5", "admit_actions"},
-                       Row{"arena:defrag_moves=1e6", "defrag_moves"}}) {
+                       Row{"arena:defrag_moves=1e6", "defrag_moves"}, Row{"arena:restart_penalty=-1", "restart_penalty"},
+                       Row{"arena:plan_set=two", "plan_set"}}) {
     SCOPED_TRACE(r.spec);
     auto p = PolicyRegistry::Builtin().Create(r.spec, PolicyContext{});
     ASSERT_FALSE(p.ok());
