@@ -496,7 +496,8 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "
-                   "plan, marginal-gain elastic heterogeneous allocation, restart-aware",
+                   "plan, marginal-gain elastic heterogeneous allocation, restart-aware, admission search, defragmentation, "
+                   "Pareto plan sets for the executor",
                    base},
            Variant{"arena-no-elastic", "arena ablation: jobs keep their requested GPU count", no_elastic},
            Variant{"arena-no-hetero", "arena ablation: jobs keep their requested GPU type", no_hetero},
