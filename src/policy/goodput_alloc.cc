@@ -218,6 +218,7 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   }
   for (size_t m = 0; m < best->moves.size(); ++m) {
     int i = best->moves[m];
+    if (moved[m] == out.placed[i].second) continue;  // landed where it was
     out.migrations += out.kept[i];
     out.kept[i] = 0;
     out.placed[i].second = std::move(moved[m]);
