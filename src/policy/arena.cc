@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "model/catalog.h"
 #include "policy/contention.h"
@@ -227,14 +228,14 @@ class ArenaPolicy : public Policy {
     if (p_.admit_jobs <= 0 || p_.admit_actions <= 0) return 0;
     const int types = static_cast<int>(capacity.size());
     std::vector<int> free = capacity;
-    std::unordered_map<const JobView*, int> grant_of;
-    for (int i = 0; i < static_cast<int>(grants.size()); ++i) {
-      free[grants[i].type] -= grants[i].gpus;
-      grant_of[grants[i].job] = i;
+    std::unordered_set<const JobView*> granted;
+    for (const GoodputGrant& g : grants) {
+      free[g.type] -= g.gpus;
+      granted.insert(g.job);
     }
     std::vector<std::pair<double, int>> waiting;  // (best value, curve)
     for (int c = 0; c < static_cast<int>(curves.size()); ++c) {
-      if (grant_of.count(curves[c].job) || !curves[c].job->alloc.empty()) continue;
+      if (granted.count(curves[c].job) || !curves[c].job->alloc.empty()) continue;
       double best = 0;
       for (const TypeCurve& tc : curves[c].types)
         for (const CurvePoint& pt : tc.points) best = std::max(best, pt.utility);
@@ -258,11 +259,10 @@ class ArenaPolicy : public Policy {
       int freed;
       double loss;
     };
-    int admitted = 0;
-    for (const auto& [value, c] : waiting) {
-      (void)value;
-      const JobCurves& jc = curves[c];
-      // The cheapest action of each granted job, per type it would free.
+    // The cheapest action of each granted job, listed under the type whose
+    // GPUs it frees, cheapest per GPU first. It depends only on the grants
+    // and the free GPUs, so it is rebuilt only after an admission.
+    auto donor_actions = [&] {
       std::vector<std::vector<Action>> actions(types);
       for (int i = 0; i < static_cast<int>(grants.size()); ++i) {
         const GoodputGrant& g = grants[i];
@@ -284,6 +284,12 @@ class ArenaPolicy : public Policy {
       for (auto& list : actions)
         std::stable_sort(list.begin(), list.end(),
                          [](const Action& a, const Action& b) { return a.loss * b.freed < b.loss * a.freed; });
+      return actions;
+    };
+    std::vector<std::vector<Action>> actions = donor_actions();
+    int admitted = 0;
+    for (const auto& w : waiting) {
+      const JobCurves& jc = curves[w.second];
       double best_net = 0;
       int best_type = -1, best_gpus = 0;
       std::vector<Action> best_actions;
@@ -324,9 +330,9 @@ class ArenaPolicy : public Policy {
         g.gpus = a.gpus;
       }
       free[best_type] -= best_gpus;
-      grant_of[jc.job] = static_cast<int>(grants.size());
       grants.push_back({jc.job, best_type, best_gpus});
       ++admitted;
+      actions = donor_actions();
     }
     return admitted;
   }

@@ -137,22 +137,21 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
     if (a.type != type || a.nodes() != 1 || a.gpus() >= gpus) continue;
     on_node[a.parts[0].node].push_back(i);
   }
-  auto movable_gpus = [&](int node) {
-    int n = 0;
-    for (int i : on_node[node]) n += out.placed[i].second.gpus();
-    return n;
-  };
+  // Free plus movable GPUs per node.
+  std::vector<int> room(cluster.nodes().size(), 0);
+  for (int id : nodes) {
+    room[id] = fm.free_on(id);
+    for (int i : on_node[id]) room[id] += out.placed[i].second.gpus();
+  }
   std::vector<std::vector<int>> candidates;
   if (k == 1) {
     for (int id : nodes)
-      if (cluster.nodes()[id].gpus >= gpus && fm.free_on(id) + movable_gpus(id) >= gpus) candidates.push_back({id});
+      if (cluster.nodes()[id].gpus >= gpus && room[id] >= gpus) candidates.push_back({id});
   } else {
     std::vector<int> order;
     for (int id : nodes)
-      if (fm.free_on(id) + movable_gpus(id) > 0) order.push_back(id);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return fm.free_on(a) + movable_gpus(a) > fm.free_on(b) + movable_gpus(b);
-    });
+      if (room[id] > 0) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return room[a] > room[b]; });
     if (static_cast<int>(order.size()) >= k) {
       order.resize(k);
       std::sort(order.begin(), order.end());
