@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tessel builds with (as root, on Debian 12).
-# Does nothing for packages already installed.
+# Does nothing for packages already installed. The daemon needs SQLite and
+# cpp-httplib; its integration tests a local Slurm (munge, slurmctld, slurmd,
+# slurm-client) and the example training job Debian's python3-torch.
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ccache
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev gnuplot-nox
+  libsqlite3-dev libcpp-httplib-dev
+  munge slurmctld slurmd slurm-client
+  python3-torch
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
