@@ -1,7 +1,7 @@
 // Time as tessel's scheduler sees it: integer microseconds since the start
-// of a run (simulation) or since the epoch (daemon), and the Clock interface
-// every component reads time through. Integer time keeps event ordering
-// exact: no two runs can disagree on which of two events came first.
+// of a run (simulation) or since the Unix epoch (daemon). Integer time keeps
+// event ordering exact: no two runs can disagree on which of two events came
+// first. Where time comes from is sched/clock.h.
 #pragma once
 
 #include <cstdint>
@@ -30,24 +30,5 @@ SimTime SecondsCeil(double s);
 Result<SimTime> ParseDuration(std::string_view text, std::string_view what);
 // 93784 s -> "1d 02:03:04"; under a day "02:03:04".
 std::string FormatDuration(SimTime t);
-
-// Where time comes from. The simulator's clock is advanced by its event
-// loop; the daemon's reads the system clock. Implementations must be
-// monotonic.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual SimTime Now() const = 0;
-};
-
-// A clock that only moves when told to (simulation, tests).
-class ManualClock : public Clock {
- public:
-  SimTime Now() const override { return now_; }
-  void AdvanceTo(SimTime t) { now_ = t > now_ ? t : now_; }
-
- private:
-  SimTime now_ = 0;
-};
 
 }  // namespace tessel

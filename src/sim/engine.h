@@ -1,8 +1,10 @@
-// The discrete-event simulator: the backend that runs a policy against a
-// simulated cluster. Events (arrival, completion, reconfiguration finished,
-// round, wake-up, node failure and repair) are processed in time order with
-// integer microsecond time; after each batch of simultaneous events the
-// policy decides once on a snapshot, and the engine applies the decision.
+// The discrete-event simulator: the scheduling loop (sched/loop.h) on a
+// simulated clock driving the simulator backend (sim/sim_backend.h), which
+// runs a policy against a simulated cluster. Events (arrival, completion,
+// reconfiguration finished, round, wake-up, node failure and repair) are
+// processed in time order with integer microsecond time; after each batch of
+// simultaneous events the policy decides once on a snapshot, and the
+// backend applies the decision the loop checked.
 //
 // A running job progresses at its *truth* rate for its allocation; the
 // policy decides with its *belief*. Both are ThroughputModels; with
@@ -23,15 +25,10 @@
 #include "policy/policy.h"
 #include "sim/config.h"
 #include "sim/metrics.h"
+#include "sim/sim_backend.h"
 #include "workload/job.h"
 
 namespace tessel {
-
-struct SimResult {
-  Summary summary;
-  std::vector<JobRecord> jobs;  // in workload order
-  std::vector<TimelinePoint> timeline;
-};
 
 struct SimProgress {
   SimTime now = 0;
@@ -64,12 +61,16 @@ class Simulator {
 
   // Runs to completion (or the horizon). Errors: a policy that breaks its
   // contract (assigning GPUs that are not free) — a bug, reported as
-  // Internal with the policy's name and the offending assignment.
+  // Internal with the policy's name and the offending assignment. Call once.
   Result<SimResult> Run();
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  const Cluster& cluster_;
+  const Workload& workload_;
+  Policy& policy_;
+  ThroughputModel& belief_;
+  ThroughputModel& truth_;
+  SimConfig config_;
   std::ostream* event_log_ = nullptr;
   const goodput::AppCatalog* apps_ = nullptr;
   std::function<void(const SimProgress&)> progress_;
