@@ -10,6 +10,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kFailedPrecondition: return "FailedPrecondition";
     case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
   }
   return "Unknown";
 }

@@ -6,6 +6,7 @@
 //   kNotFound           -> a named thing (GPU, model, file) does not exist.
 //   kFailedPrecondition -> resync state first, then retry.
 //   kUnavailable        -> transient; retry with backoff.
+//   kPermissionDenied   -> the caller may not do this (the API's 403).
 //   kInternal           -> a bug; report it.
 #pragma once
 
@@ -23,6 +24,7 @@ enum class StatusCode {
   kFailedPrecondition,
   kUnavailable,
   kInternal,
+  kPermissionDenied,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -57,6 +59,9 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Unavailable(std::string m) {
   return Status(StatusCode::kUnavailable, std::move(m));
+}
+inline Status PermissionDenied(std::string m) {
+  return Status(StatusCode::kPermissionDenied, std::move(m));
 }
 inline Status Internal(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));

@@ -21,11 +21,9 @@ struct Caller {
   bool admin = false;
 };
 
-// Service errors beyond Status: the API maps kPermissionDenied to 403.
-// A service returns NotFound (404) for a job the caller may not see at all
-// (another user's job), so ids do not leak; PermissionDenied where the
-// caller may see but not act.
-inline constexpr const char* kPermissionDeniedPrefix = "permission denied: ";
+// Status codes the API maps: InvalidArgument 400, NotFound 404,
+// PermissionDenied 403 (another user's job: a user may neither see nor
+// cancel it), FailedPrecondition 409, Unavailable 503, Internal 500.
 
 // A state change of a job.
 struct JobTransitionInfo {
