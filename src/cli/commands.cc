@@ -20,6 +20,7 @@ const std::vector<CommandSpec>& Commands() {
        SetupGenTrace},
       {"simulate", "Simulate a policy on a cluster and a trace: JCTs, queueing, utilisation, plots", SetupSimulate},
       {"compare", "Simulate several policies on the same cluster and trace, side by side", SetupCompare},
+      {"job-exec", "Internal: run a launched job's task from its launch file (what srun runs)", SetupJobExec},
   };
   return table;
 }

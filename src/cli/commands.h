@@ -47,5 +47,6 @@ CommandAction SetupPolicies(CLI::App& app, CommandIo io);
 CommandAction SetupGenTrace(CLI::App& app, CommandIo io);
 CommandAction SetupSimulate(CLI::App& app, CommandIo io);
 CommandAction SetupCompare(CLI::App& app, CommandIo io);
+CommandAction SetupJobExec(CLI::App& app, CommandIo io);
 
 }  // namespace tessel

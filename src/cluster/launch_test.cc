@@ -1,0 +1,139 @@
+#include "cluster/launch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cluster/metrics_file.h"
+
+namespace tessel {
+namespace {
+
+LaunchSpec Spec() {
+  LaunchSpec s;
+  s.job_id = 7;
+  s.job_name = "tiny-a";
+  s.launch = 2;
+  s.gpu_type = "a100-80g";
+  s.nodes = {{"n1", 2}, {"n2", 1}};
+  s.plan.dp = 3;
+  s.plan.micro_batch = 4;
+  s.plan.num_micro_batches = 2;
+  s.plan.recompute = Recompute::kFull;
+  s.plan.precision = Precision::kFp32;
+  s.global_batch = 24;
+  s.total_iterations = 200;
+  s.checkpoint_dir = "/state/ckpt/7";
+  s.metrics_file = "/state/jobs/7/metrics.jsonl";
+  s.rendezvous_port = 31000;
+  s.argv = {"/usr/bin/python3", "train.py", "--lr", "0.1; rm -rf /"};
+  s.workdir = "/work dir";
+  s.user_env = {{"MY_VAR", "a,b c"}, {"TESSEL_DP", "99"}};
+  return s;
+}
+
+TEST(Launch, EnvironmentCarriesThePlanAndTheContractWinsOverUserVariables) {
+  auto env = LaunchEnvironment(Spec());
+  EXPECT_EQ(env["TESSEL_JOB_ID"], "7");
+  EXPECT_EQ(env["TESSEL_LAUNCH"], "2");
+  EXPECT_EQ(env["TESSEL_WORLD_SIZE"], "3");
+  EXPECT_EQ(env["TESSEL_DP"], "3") << "a user's TESSEL_ variable never overrides the plan";
+  EXPECT_EQ(env["TESSEL_MICRO_BATCH"], "4");
+  EXPECT_EQ(env["TESSEL_NUM_MICRO_BATCHES"], "2");
+  EXPECT_EQ(env["TESSEL_GLOBAL_BATCH"], "24");
+  EXPECT_EQ(env["TESSEL_RECOMPUTE"], "full");
+  EXPECT_EQ(env["TESSEL_PRECISION"], "fp32");
+  EXPECT_EQ(env["MASTER_PORT"], "31000");
+  EXPECT_EQ(env["MY_VAR"], "a,b c");
+  EXPECT_EQ(env.count("TESSEL_PROFILE"), 0u);
+  auto plan = nlohmann::json::parse(env["TESSEL_PLAN_JSON"]);
+  EXPECT_EQ(plan["gpus"], 3);
+  EXPECT_EQ(plan["nodes"][1]["node"], "n2");
+  EXPECT_EQ(plan["global_batch"], 24);
+}
+
+TEST(Launch, ProfilingRunsOneTask) {
+  LaunchSpec s = Spec();
+  s.profile = true;
+  s.profile_layers = 3;
+  auto env = LaunchEnvironment(s);
+  EXPECT_EQ(env["TESSEL_PROFILE"], "1");
+  EXPECT_EQ(env["TESSEL_PROFILE_LAYERS"], "3");
+  EXPECT_EQ(env["TESSEL_WORLD_SIZE"], "1");
+}
+
+TEST(Launch, LaunchFileRoundTripsArgvLiterally) {
+  LaunchSpec s = Spec();
+  auto r = ParseLaunchFile(LaunchFileJson(s), "l.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->argv, s.argv);
+  EXPECT_EQ(r->workdir, "/work dir");
+  EXPECT_EQ(r->env.at("TESSEL_JOB_NAME"), "tiny-a");
+}
+
+TEST(Launch, BadLaunchFilesAreRefusedNamingTheFile) {
+  for (const char* text : {"", "[]", "{\"argv\": [], \"workdir\": \"/\", \"env\": {}}",
+                           "{\"argv\": [1], \"workdir\": \"/\", \"env\": {}}",
+                           "{\"argv\": [\"/bin/true\"], \"env\": {}}",
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": 1}}"}) {
+    auto r = ParseLaunchFile(text, "x/launch.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().message().rfind("x/launch.json: not a tessel launch file", 0), 0u) << r.status().message();
+  }
+}
+
+TEST(Launch, BatchScriptQuotesEveryPath) {
+  std::string script = BatchScript("/opt/te'ssel", {"--ntasks=3", "--kill-on-bad-exit=1"}, "/s/l $x.json",
+                                   "/s/exit.2");
+  EXPECT_NE(script.find("srun '--ntasks=3' '--kill-on-bad-exit=1' '/opt/te'\\''ssel' job-exec '/s/l $x.json'"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("mv '/s/exit.2.tmp' '/s/exit.2'"), std::string::npos) << script;
+  EXPECT_EQ(script.rfind("#!/bin/sh\n", 0), 0u);
+}
+
+TEST(MetricsTail, ReadsWholeLinesOnlyAndSkipsGarbage) {
+  std::string path = ::testing::TempDir() + "/metrics_tail_test.jsonl";
+  std::remove(path.c_str());
+  MetricsTail tail(path);
+  auto u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->steps.empty()) << "a missing file is not an error";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "{\"step\": 1, \"step_time_s\": 0.5, \"samples\": 32, \"time\": 100.5}\n"
+      << "not json\n"
+      << "{\"step\": \"two\", \"step_time_s\": 0.5}\n"
+      << "{\"event\": \"checkpoint\", \"step\": 1}\n"
+      << "{\"step\": 2, \"step_time_s\": 0.4";  // torn: no newline yet
+  }
+  u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  ASSERT_EQ(u->steps.size(), 1u);
+  EXPECT_EQ(u->steps[0].samples, 32);
+  EXPECT_EQ(u->malformed, 2);
+  EXPECT_EQ(u->checkpoint_step, 1);
+  EXPECT_FALSE(u->done);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::app);
+    f << ", \"samples\": 32}\n{\"profile\": true, \"step\": 0, \"step_time_s\": 0.1, \"micro_batch\": 4, "
+         "\"layers\": 2}\n{\"event\": \"done\", \"step\": 2}\n";
+  }
+  u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  ASSERT_EQ(u->steps.size(), 2u);
+  EXPECT_EQ(u->steps[0].step, 2);
+  EXPECT_DOUBLE_EQ(u->steps[0].step_time_s, 0.4);
+  EXPECT_TRUE(u->steps[1].profile);
+  EXPECT_EQ(u->steps[1].layers, 2);
+  EXPECT_TRUE(u->done);
+  u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->steps.empty()) << "nothing is read twice";
+}
+
+}  // namespace
+}  // namespace tessel
