@@ -170,16 +170,44 @@ class TrainTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tessel-train-test-")
         cls.launches = []
+        # Independent launches run side by side (own directories and ports) to save time on
+        # a busy machine; the tests below check their results.
         # The reference: an uninterrupted 2-process run.
         cls.ref_dir = cls._dir("ref")
         ref = cls._launch(cls.ref_dir, 2, launch=0)
-        cls.ref_codes, cls.ref_output = ref.wait(), ref.output()
-        # The same job stopped by SIGUSR1 on every rank (as `scancel --signal=USR1` does).
+        # A stop signal as soon as the handlers are installed, while torch is still being
+        # imported (the metrics file appears only after that).
+        cls.early_dir = cls._dir("early")
+        early = cls._launch(cls.early_dir, 2, launch=0)
+        early.wait_for_handlers(signal.SIGUSR1)
+        cls.early_signalled_before_start = not os.path.exists(
+            os.path.join(cls.early_dir, "metrics.jsonl"))
+        early.signal(signal.SIGUSR1, [0, 1])
+        # The reference job stopped by SIGUSR1 on every rank (as `scancel --signal=USR1` does).
         cls.stop_dir = cls._dir("stop")
         run = cls._launch(cls.stop_dir, 2, launch=0)
         run.wait_for_step(4)
         run.signal(signal.SIGUSR1, [0, 1])
         cls.stop_codes, cls.stop_output = run.wait(), run.output()
+        cls.resume1 = cls.resume3_error = None
+        if cls.stop_codes == [85, 85]:
+            cls.first_stop = [o for o in read_metrics(os.path.join(cls.stop_dir, "metrics.jsonl"))
+                              if o.get("event") == "checkpoint"][0]["step"]
+            # Resumed with one process (test_resume_with_one_process checks it) and, side by
+            # side, with three processes, stopped by SIGTERM reaching only rank 2
+            # (test_resume_with_three_then_four_processes checks it and resumes with four).
+            cls.resume1_dir = cls.branch_from_stop("resume1")
+            cls.resume1 = cls._launch(cls.resume1_dir, 1, launch=1, recompute="full")
+            cls.resume34_dir = cls.branch_from_stop("resume34")
+            run = cls._launch(cls.resume34_dir, 3, launch=1)
+            try:
+                run.wait_for_step(cls.first_stop + 3)
+            except AssertionError as e:
+                cls.resume3_error = str(e)
+            run.signal(signal.SIGTERM, [2])
+            cls.resume3_codes, cls.resume3_output = run.wait(), run.output()
+        cls.early_codes, cls.early_output = early.wait(), early.output()
+        cls.ref_codes, cls.ref_output = ref.wait(), ref.output()
 
     @classmethod
     def tearDownClass(cls):
@@ -200,10 +228,11 @@ class TrainTest(unittest.TestCase):
         cls.launches.append(run)
         return run
 
-    def branch_from_stop(self, name):
+    @classmethod
+    def branch_from_stop(cls, name):
         """A copy of the stopped run's checkpoint and metrics, to resume independently."""
-        d = os.path.join(self.tmp, name)
-        shutil.copytree(self.stop_dir, d, ignore=shutil.ignore_patterns("*.log"))
+        d = os.path.join(cls.tmp, name)
+        shutil.copytree(cls.stop_dir, d, ignore=shutil.ignore_patterns("*.log"))
         return d
 
     def reference_losses(self):
@@ -267,8 +296,7 @@ class TrainTest(unittest.TestCase):
     # launch also recomputes activations (TESSEL_RECOMPUTE=full), which must not change it.
     def test_resume_with_one_process(self):
         self.assertEqual(self.stop_codes, [85, 85], self.stop_output)
-        d = self.branch_from_stop("resume1")
-        run = self._launch(d, 1, launch=1, recompute="full")
+        d, run = self.resume1_dir, self.resume1
         self.assertEqual(run.wait(), [0], run.output())
         lines = read_metrics(os.path.join(d, "metrics.jsonl"))
         stopped_at = [o for o in lines if o.get("event") == "checkpoint"][0]["step"]
@@ -284,13 +312,9 @@ class TrainTest(unittest.TestCase):
     # still stop), resumed with 4 processes to the end: the same loss curve.
     def test_resume_with_three_then_four_processes(self):
         self.assertEqual(self.stop_codes, [85, 85], self.stop_output)
-        d = self.branch_from_stop("resume34")
-        first_stop = [o for o in read_metrics(os.path.join(d, "metrics.jsonl"))
-                      if o.get("event") == "checkpoint"][0]["step"]
-        run = self._launch(d, 3, launch=1)
-        run.wait_for_step(first_stop + 3)
-        run.signal(signal.SIGTERM, [2])
-        self.assertEqual(run.wait(), [85, 85, 85], run.output())
+        self.assertIsNone(self.resume3_error)
+        d, first_stop = self.resume34_dir, self.first_stop
+        self.assertEqual(self.resume3_codes, [85, 85, 85], self.resume3_output)
         lines = read_metrics(os.path.join(d, "metrics.jsonl"))
         second_stop = [o for o in lines if o.get("event") == "checkpoint"][-1]["step"]
         self.assertGreater(second_stop, first_stop + 2)
@@ -307,13 +331,9 @@ class TrainTest(unittest.TestCase):
     # still being imported) is not lost and does not kill the process: the ranks stop at the
     # first step boundary, before any step.
     def test_stop_during_startup(self):
-        d = os.path.join(self.tmp, "early")
-        os.makedirs(d)
-        run = self._launch(d, 2, launch=0)
-        run.wait_for_handlers(signal.SIGUSR1)
-        self.assertFalse(os.path.exists(os.path.join(d, "metrics.jsonl")))
-        run.signal(signal.SIGUSR1, [0, 1])
-        self.assertEqual(run.wait(), [85, 85], run.output())
+        d = self.early_dir
+        self.assertTrue(self.early_signalled_before_start)
+        self.assertEqual(self.early_codes, [85, 85], self.early_output)
         lines = read_metrics(os.path.join(d, "metrics.jsonl"))
         self.assertEqual([(o.get("event"), o["step"]) for o in lines],
                          [("start", 0), ("checkpoint", 0)])
@@ -473,22 +493,29 @@ class JobSpecTest(unittest.TestCase):
                         self.assertIn(g, gpu_names, "not a catalog GPU name")
 
     def test_spec_commands_run(self):
-        """Each command, run as the daemon would (cwd = workdir), profiles one micro-batch."""
+        """Each command runs as the daemon would run it (cwd = workdir, argv as it is): with
+        --help appended (no torch import: cheap), and the deepest model also for real, in
+        profiling mode."""
         runs = []
+        deepest = max(self.specs, key=lambda p: self.specs[p]["model"]["layers"])
         for path, spec in self.specs.items():
             workdir = os.path.normpath(os.path.join(os.path.dirname(path),
                                                     spec.get("workdir", ".")))
             env = {k: v for k, v in os.environ.items() if not k.startswith("TESSEL_")}
             env.update(TESSEL_PROFILE="1", TESSEL_PROFILE_STEPS="1", TESSEL_MICRO_BATCH="1")
-            runs.append((path, spec, subprocess.Popen(
-                spec["command"], cwd=workdir, env=env, stdout=subprocess.PIPE,
+            argv = spec["command"] + ([] if path == deepest else ["--help"])
+            runs.append((path, spec, argv, subprocess.Popen(
+                argv, cwd=workdir, env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True)))
-        for path, spec, proc in runs:
+        for path, spec, argv, proc in runs:
             with self.subTest(os.path.basename(path)):
                 out, _ = proc.communicate(timeout=TIMEOUT_S)
                 self.assertEqual(proc.returncode, 0, out)
-                self.assertEqual(json.loads(out.splitlines()[-1])["layers"],
-                                 spec["model"]["layers"])
+                if argv[-1] == "--help":
+                    self.assertIn("usage: train.py", out)
+                else:
+                    self.assertEqual(json.loads(out.splitlines()[-1])["layers"],
+                                     spec["model"]["layers"])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
