@@ -179,9 +179,12 @@ class Contract:
         self.gpu_type = plan.get("gpu_type", "")
         self.tp = _as_int("TESSEL_TP", plan.get("tp", 1), 1)
         self.pp = _as_int("TESSEL_PP", plan.get("pp", 1), 1)
-        if self.tp != 1 or self.pp != 1:
+        # Profiling times one stage (TESSEL_PROFILE_LAYERS layers) of any pipeline, so pp is
+        # free there; a tensor-parallel shard cannot be emulated in either mode.
+        if self.tp != 1 or (self.pp != 1 and not self.profile):
             raise ConfigError(f"TESSEL_TP={self.tp} TESSEL_PP={self.pp}: this example is "
-                              "data-parallel only; it needs TESSEL_TP=1 and TESSEL_PP=1")
+                              "data-parallel only; it needs TESSEL_TP=1 and TESSEL_PP=1"
+                              + ("" if not self.profile else " (profiling: TESSEL_TP=1)"))
         self.recompute_requested = str(plan.get("recompute", "none")).strip().lower()
         if self.recompute_requested not in RECOMPUTE_MODES:
             raise ConfigError(f"TESSEL_RECOMPUTE={self.recompute_requested!r}: expected one of "

@@ -347,6 +347,7 @@ class TrainTest(unittest.TestCase):
         env = contract_env(1, 0, d, metrics, ckpt, TESSEL_PROFILE=1, TESSEL_PROFILE_STEPS=3,
                            TESSEL_PROFILE_LAYERS=3, TESSEL_MICRO_BATCH=5,
                            TESSEL_RECOMPUTE="full", TESSEL_PRECISION="bf16",
+                           TESSEL_PP=4, TESSEL_DP=8,  # a stage of a bigger plan: ignored
                            TESSEL_PLAN_JSON=None, SLURM_PROCID=None, SLURM_NTASKS=None,
                            TESSEL_WORLD_SIZE=None, MASTER_PORT=None)
         r = subprocess.run([PYTHON, TRAIN, *SHAPE], env=env, capture_output=True, text=True,
