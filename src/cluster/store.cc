@@ -425,13 +425,13 @@ Status Store::Transition(int64_t id, JobState to, int64_t now_us, std::string_vi
   return txn.Commit();
 }
 
-Status Store::SetAllocation(int64_t id, const Allocation& allocation, int64_t now_us) {
+Status Store::SetAllocation(int64_t id, const StoredAllocation& allocation, int64_t now_us) {
   if (allocation.gpus < 0) {
     return InvalidArgument(JobLabel(id) + ": allocation: gpus must be >= 0, got " +
                            std::to_string(allocation.gpus));
   }
   const bool clear = allocation.gpus == 0;
-  const Allocation& a = clear ? Allocation{} : allocation;
+  const StoredAllocation& a = clear ? StoredAllocation{} : allocation;
   std::string nodes = nlohmann::json(a.nodes).dump();
   std::lock_guard lock(mu_);
   auto st = Prepare(

@@ -72,14 +72,16 @@ struct NewJob {
   std::string reason = "submitted";  // of the first transition
 };
 
-// Where a job runs and how; `gpus == 0` with empty fields means none.
-struct Allocation {
+// Where a job runs and how, as the store keeps it (the policies' own
+// Allocation, policy/snapshot.h, goes into alloc_json); gpus == 0 with
+// empty fields means none.
+struct StoredAllocation {
   std::string gpu_type;
   int gpus = 0;
   std::vector<std::string> nodes;
   std::string alloc_json;  // opaque to the store: the allocation in full
   std::string plan_json;   // opaque to the store: the parallelism plan
-  bool operator==(const Allocation&) const = default;
+  bool operator==(const StoredAllocation&) const = default;
 };
 
 // One row of `jobs`. Times are microseconds since the Unix epoch.
@@ -95,7 +97,7 @@ struct StoredJob {
   int64_t submitted_us = 0;
   std::optional<int64_t> started_us;   // first entry into running
   std::optional<int64_t> finished_us;  // entry into a terminal state
-  Allocation allocation;
+  StoredAllocation allocation;
   std::optional<int64_t> allocated_us;  // when `allocation` was set; none when cleared
   int restarts = 0;
   int failures = 0;
@@ -191,10 +193,10 @@ class Store {
   Status Transition(int64_t id, JobState to, int64_t now_us, std::string_view reason,
                     std::optional<JobState> expected_from = std::nullopt);
 
-  // Replaces the job's allocation and sets allocated_us to `now_us`; an
-  // Allocation with gpus == 0 clears it (and allocated_us). Any state; the
-  // state itself is unchanged. gpus must be >= 0.
-  Status SetAllocation(int64_t id, const Allocation& allocation, int64_t now_us);
+  // Replaces the job's allocation and sets allocated_us to `now_us`; one
+  // with gpus == 0 clears it (and allocated_us). Any state; the state itself
+  // is unchanged. gpus must be >= 0.
+  Status SetAllocation(int64_t id, const StoredAllocation& allocation, int64_t now_us);
   // The job's Slurm job id, or none.
   Status SetSlurmJob(int64_t id, const std::optional<std::string>& slurm_job_id);
   // Adds to restarts, failures and launch_count (deltas must be >= 0).

@@ -236,7 +236,7 @@ TEST(StoreTest, AllocationSlurmJobAndCounters) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("state.db"));
   int64_t id = AddOrDie(*store, MakeJob("a"));
-  Allocation alloc{"a100-80g", 4, {"node-1", "node-2"}, R"({"per_node":[2,2]})",
+  StoredAllocation alloc{"a100-80g", 4, {"node-1", "node-2"}, R"({"per_node":[2,2]})",
                    R"({"d":2,"t":2,"p":1})"};
   ASSERT_TRUE(store->SetAllocation(id, alloc, 5000).ok());
   ASSERT_TRUE(store->SetSlurmJob(id, "1234").ok());
@@ -252,15 +252,15 @@ TEST(StoreTest, AllocationSlurmJobAndCounters) {
   EXPECT_EQ(job->launch_count, 3);
   EXPECT_EQ(job->state, JobState::kPending);  // none of these change the state
 
-  ASSERT_TRUE(store->SetAllocation(id, Allocation{"ignored", 0, {"x"}, "y", "z"}, 6000).ok());
+  ASSERT_TRUE(store->SetAllocation(id, StoredAllocation{"ignored", 0, {"x"}, "y", "z"}, 6000).ok());
   ASSERT_TRUE(store->SetSlurmJob(id, std::nullopt).ok());
   job = store->Job(id);
-  EXPECT_EQ(job->allocation, Allocation{});
+  EXPECT_EQ(job->allocation, StoredAllocation{});
   EXPECT_EQ(job->allocated_us, std::nullopt);
   EXPECT_EQ(job->slurm_job_id, std::nullopt);
 
   EXPECT_EQ(store->AddCounters(id, {-1, 0, 0}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->SetAllocation(id, Allocation{"a100-80g", -1, {}, "", ""}, 1).code(),
+  EXPECT_EQ(store->SetAllocation(id, StoredAllocation{"a100-80g", -1, {}, "", ""}, 1).code(),
             StatusCode::kInvalidArgument);
 }
 
