@@ -19,6 +19,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <tuple>
 
 #include "core/csv.h"
 #include "core/strings.h"
@@ -168,6 +173,44 @@ std::string Canonical(std::string_view name) {
   return l;
 }
 
+// Models added at run time (RegisterModel), by canonical name. Entries are
+// never removed, so pointers handed out by FindModel stay valid.
+struct Registry {
+  std::shared_mutex mu;
+  std::map<std::string, std::unique_ptr<const ModelSpec>> models;
+};
+
+Registry& Registered() {
+  static Registry* registry = new Registry();  // never destroyed: outlives every user
+  return *registry;
+}
+
+auto TransformerFields(const TransformerShape& t) {
+  return std::tie(t.layers, t.hidden, t.heads, t.kv_heads, t.ffn_hidden, t.vocab, t.seq_len,
+                  t.gated_ffn, t.tied_embeddings, t.causal, t.experts, t.top_k, t.moe_every);
+}
+
+auto ConvFields(const ConvOp& c) {
+  return std::tie(c.out_hw, c.cin, c.cout, c.kernel, c.batch_norm);
+}
+
+// Catalog names and aliases; `canonical` as Canonical() makes it.
+const ModelSpec* FindBuiltin(const std::string& canonical) {
+  for (const auto& m : ModelCatalog())
+    if (ToLower(m.name) == canonical) return &m;
+  // Friendly aliases.
+  static const std::vector<std::pair<std::string, std::string>> kAliases = {
+      {"gpt3", "gpt3-175b"},     {"gpt-3", "gpt3-175b"},     {"gpt-3-175b", "gpt3-175b"},
+      {"resnet50", "resnet-50"}, {"bert-large-uncased", "bert-large"},
+      {"llama-2-7b", "llama2-7b"}, {"llama-2-13b", "llama2-13b"}, {"llama-2-70b", "llama2-70b"},
+      {"llama-3-8b", "llama3-8b"}, {"llama-3-70b", "llama3-70b"}, {"llama-3-405b", "llama3-405b"},
+      {"bloom", "bloom-176b"},
+  };
+  for (const auto& [a, n] : kAliases)
+    if (a == canonical) return FindBuiltin(n);
+  return nullptr;
+}
+
 }  // namespace
 
 const std::vector<ModelSpec>& ModelCatalog() {
@@ -183,20 +226,56 @@ std::vector<std::string> ModelNames() {
 
 Result<const ModelSpec*> FindModel(std::string_view name) {
   std::string l = Canonical(name);
-  for (const auto& m : ModelCatalog())
-    if (ToLower(m.name) == l) return &m;
-  // Friendly aliases.
-  static const std::vector<std::pair<std::string, std::string>> kAliases = {
-      {"gpt3", "gpt3-175b"},     {"gpt-3", "gpt3-175b"},     {"gpt-3-175b", "gpt3-175b"},
-      {"resnet50", "resnet-50"}, {"bert-large-uncased", "bert-large"},
-      {"llama-2-7b", "llama2-7b"}, {"llama-2-13b", "llama2-13b"}, {"llama-2-70b", "llama2-70b"},
-      {"llama-3-8b", "llama3-8b"}, {"llama-3-70b", "llama3-70b"}, {"llama-3-405b", "llama3-405b"},
-      {"bloom", "bloom-176b"},
-  };
-  for (const auto& [a, n] : kAliases)
-    if (a == l) return FindModel(n);
+  if (const ModelSpec* m = FindBuiltin(l)) return m;
+  {
+    Registry& r = Registered();
+    std::shared_lock lock(r.mu);
+    auto it = r.models.find(l);
+    if (it != r.models.end()) return it->second.get();
+  }
   return NotFound(UnknownNameMessage("model", name, ModelNames()) +
                   " (or a YAML file, or 'custom' with --layers --hidden --heads --seq-len)");
+}
+
+bool SameModelShape(const ModelSpec& a, const ModelSpec& b) {
+  if (a.kind != b.kind || a.default_precision != b.default_precision) return false;
+  if (a.kind == ModelKind::kTransformer) return TransformerFields(a.tf) == TransformerFields(b.tf);
+  if (a.cnn.image != b.cnn.image || a.cnn.num_classes != b.cnn.num_classes ||
+      a.cnn.blocks.size() != b.cnn.blocks.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.cnn.blocks.size(); ++i) {
+    const auto& x = a.cnn.blocks[i].convs;
+    const auto& y = b.cnn.blocks[i].convs;
+    if (x.size() != y.size()) return false;
+    for (size_t j = 0; j < x.size(); ++j)
+      if (ConvFields(x[j]) != ConvFields(y[j])) return false;
+  }
+  return true;
+}
+
+Status RegisterModel(const ModelSpec& model) {
+  std::string l = Canonical(model.name);
+  if (l.empty()) return InvalidArgument("RegisterModel: the model has no name");
+  TESSEL_RETURN_IF_ERROR(ValidateModel(model));
+  auto clash = [&](const std::string& holder) {
+    return FailedPrecondition("model '" + model.name + "': the name is taken by " + holder +
+                              " with a different shape; choose another name");
+  };
+  if (const ModelSpec* m = FindBuiltin(l)) {
+    return SameModelShape(*m, model) ? Status::Ok() : clash("catalog model '" + m->name + "'");
+  }
+  Registry& r = Registered();
+  std::unique_lock lock(r.mu);
+  auto [it, inserted] = r.models.try_emplace(l);
+  if (!inserted) {
+    const ModelSpec& m = *it->second;
+    return SameModelShape(m, model) ? Status::Ok()
+                               : clash("a model registered earlier" +
+                                       (m.source.empty() ? std::string() : " (from " + m.source + ")"));
+  }
+  it->second = std::make_unique<const ModelSpec>(model);
+  return Status::Ok();
 }
 
 Result<ModelSpec> ResolveModel(std::string_view spec, const ShapeFlags& f) {

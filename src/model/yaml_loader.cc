@@ -32,25 +32,104 @@ namespace tessel {
 
 namespace {
 
-std::string At(const std::string& source, const YAML::Node& n, const std::string& key) {
-  return source + ":" + std::to_string(n.Mark().line + 1) + ": " + key;
+// Where errors point: `source` (the file), `prefix` before field names
+// ("" for a model file, "model." inside a job spec) and `whole`, the
+// mapping as a whole ("m.yaml", or "spec.yaml:4: model").
+struct Where {
+  std::string source;
+  std::string prefix;
+  std::string whole;
+};
+
+std::string At(const Where& w, const YAML::Node& n, const std::string& key) {
+  return w.source + ":" + std::to_string(n.Mark().line + 1) + ": " + w.prefix + key;
 }
 
 template <typename T>
-Status Read(const YAML::Node& root, const std::string& source, const std::string& key, T* out,
+Status Read(const YAML::Node& root, const Where& w, const std::string& key, T* out,
             bool required, const char* expect) {
   YAML::Node n = root[key];
   if (!n) {
-    if (required) return InvalidArgument(source + ": missing required field '" + key + "' (" + expect + ")");
-    return Status::Ok();
+    if (!required) return Status::Ok();
+    if (w.prefix.empty()) {
+      return InvalidArgument(w.source + ": missing required field '" + key + "' (" + expect + ")");
+    }
+    return InvalidArgument(w.whole + ": missing required field '" + key + "' (" + expect + ")");
   }
   try {
     *out = n.as<T>();
   } catch (const YAML::Exception&) {
-    return InvalidArgument(At(source, n, key) + ": expected " + expect + ", got '" +
+    return InvalidArgument(At(w, n, key) + ": expected " + expect + ", got '" +
                            (n.IsScalar() ? n.Scalar() : std::string("a non-scalar")) + "'");
   }
   return Status::Ok();
+}
+
+Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
+  if (!root.IsMap()) return InvalidArgument(w.whole + ": expected a mapping of model fields");
+  static const std::set<std::string> kKnown = {
+      "name", "kind", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+      "seq_len", "gated_ffn", "tied_embeddings", "experts", "top_k", "moe_every", "precision",
+      "depth", "channels", "width_factor", "image", "classes", "description"};
+  for (const auto& kv : root) {
+    std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("(a non-scalar key)");
+    if (!kKnown.count(k)) {
+      std::string known;
+      for (const auto& x : kKnown) known += (known.empty() ? "" : ", ") + x;
+      return InvalidArgument(At(w, kv.first, k) + ": unknown field; known: " + known);
+    }
+  }
+  ModelSpec m;
+  m.source = w.source;
+  std::string kind = "transformer";
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "name", &m.name, true, "a string"));
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "kind", &kind, false, "transformer or resnet"));
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "family", &m.family, false, "a string"));
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "description", &m.description, false, "a string"));
+  std::string prec;
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "precision", &prec, false, "fp32|tf32|fp16|bf16|fp8"));
+  if (!prec.empty()) {
+    auto p = ParsePrecision(prec);
+    if (!p.ok()) return InvalidArgument(At(w, root["precision"], "precision") + ": " + p.status().message());
+    m.default_precision = *p;
+  }
+  if (kind == "resnet") {
+    int depth = 50, channels = 64, width = 1, image = 224, classes = 1000;
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "depth", &depth, false, "50, 101 or 152"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "channels", &channels, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "width_factor", &width, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "image", &image, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "classes", &classes, false, "a positive integer"));
+    auto s = BuildResNet(depth, channels, width, image, classes);
+    if (!s.ok()) return InvalidArgument(w.whole + ": " + s.status().message());
+    m.kind = ModelKind::kCnn;
+    m.cnn = std::move(*s);
+    if (prec.empty()) m.default_precision = Precision::kFp16;
+  } else if (kind == "transformer") {
+    auto& t = m.tf;
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "layers", &t.layers, true, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "hidden", &t.hidden, true, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "heads", &t.heads, true, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "seq_len", &t.seq_len, true, "a positive integer"));
+    t.kv_heads = t.heads;
+    t.ffn_hidden = 4 * t.hidden;
+    t.vocab = 51200;
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "kv_heads", &t.kv_heads, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "ffn_hidden", &t.ffn_hidden, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "vocab", &t.vocab, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "gated_ffn", &t.gated_ffn, false, "true or false"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "tied_embeddings", &t.tied_embeddings, false, "true or false"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "experts", &t.experts, false, "an integer >= 0"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "top_k", &t.top_k, false, "a positive integer"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "moe_every", &t.moe_every, false, "a positive integer"));
+    if (t.experts > 0 && t.top_k == 0) t.top_k = std::min(2, t.experts);
+  } else {
+    return InvalidArgument(At(w, root["kind"], "kind") + ": expected transformer or resnet, got '" + kind + "'");
+  }
+  if (m.family.empty()) m.family = "custom";
+  Status st = ValidateModel(m);
+  if (!st.ok()) return InvalidArgument(w.whole + ": " + st.message());
+  return m;
 }
 
 }  // namespace
@@ -62,70 +141,13 @@ Result<ModelSpec> LoadModelYaml(const std::string& text, const std::string& sour
   } catch (const YAML::ParserException& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   }
-  if (!root.IsMap()) return InvalidArgument(source + ": expected a mapping of model fields");
-  static const std::set<std::string> kKnown = {
-      "name", "kind", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-      "seq_len", "gated_ffn", "tied_embeddings", "experts", "top_k", "moe_every", "precision",
-      "depth", "channels", "width_factor", "image", "classes", "description"};
-  for (const auto& kv : root) {
-    std::string k = kv.first.as<std::string>();
-    if (!kKnown.count(k)) {
-      std::string known;
-      for (const auto& x : kKnown) known += (known.empty() ? "" : ", ") + x;
-      return InvalidArgument(At(source, kv.first, k) + ": unknown field; known: " + known);
-    }
-  }
-  ModelSpec m;
-  m.source = source;
-  std::string kind = "transformer";
-  TESSEL_RETURN_IF_ERROR(Read(root, source, "name", &m.name, true, "a string"));
-  TESSEL_RETURN_IF_ERROR(Read(root, source, "kind", &kind, false, "transformer or resnet"));
-  TESSEL_RETURN_IF_ERROR(Read(root, source, "family", &m.family, false, "a string"));
-  TESSEL_RETURN_IF_ERROR(Read(root, source, "description", &m.description, false, "a string"));
-  std::string prec;
-  TESSEL_RETURN_IF_ERROR(Read(root, source, "precision", &prec, false, "fp32|tf32|fp16|bf16|fp8"));
-  if (!prec.empty()) {
-    auto p = ParsePrecision(prec);
-    if (!p.ok()) return InvalidArgument(At(source, root["precision"], "precision") + ": " + p.status().message());
-    m.default_precision = *p;
-  }
-  if (kind == "resnet") {
-    int depth = 50, channels = 64, width = 1, image = 224, classes = 1000;
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "depth", &depth, false, "50, 101 or 152"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "channels", &channels, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "width_factor", &width, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "image", &image, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "classes", &classes, false, "a positive integer"));
-    auto s = BuildResNet(depth, channels, width, image, classes);
-    if (!s.ok()) return InvalidArgument(source + ": " + s.status().message());
-    m.kind = ModelKind::kCnn;
-    m.cnn = std::move(*s);
-    if (prec.empty()) m.default_precision = Precision::kFp16;
-  } else if (kind == "transformer") {
-    auto& t = m.tf;
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "layers", &t.layers, true, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "hidden", &t.hidden, true, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "heads", &t.heads, true, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "seq_len", &t.seq_len, true, "a positive integer"));
-    t.kv_heads = t.heads;
-    t.ffn_hidden = 4 * t.hidden;
-    t.vocab = 51200;
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "kv_heads", &t.kv_heads, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "ffn_hidden", &t.ffn_hidden, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "vocab", &t.vocab, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "gated_ffn", &t.gated_ffn, false, "true or false"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "tied_embeddings", &t.tied_embeddings, false, "true or false"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "experts", &t.experts, false, "an integer >= 0"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "top_k", &t.top_k, false, "a positive integer"));
-    TESSEL_RETURN_IF_ERROR(Read(root, source, "moe_every", &t.moe_every, false, "a positive integer"));
-    if (t.experts > 0 && t.top_k == 0) t.top_k = std::min(2, t.experts);
-  } else {
-    return InvalidArgument(At(source, root["kind"], "kind") + ": expected transformer or resnet, got '" + kind + "'");
-  }
-  if (m.family.empty()) m.family = "custom";
-  Status st = ValidateModel(m);
-  if (!st.ok()) return InvalidArgument(source + ": " + st.message());
-  return m;
+  return LoadModel(root, Where{source, "", source});
+}
+
+Result<ModelSpec> LoadModelYamlNode(const YAML::Node& node, const std::string& source,
+                                    const std::string& field) {
+  std::string whole = source + ":" + std::to_string(node.Mark().line + 1) + ": " + field;
+  return LoadModel(node, Where{source, field + ".", whole});
 }
 
 }  // namespace tessel
