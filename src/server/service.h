@@ -105,7 +105,7 @@ struct ServiceMetrics {
 class JobService {
  public:
   virtual ~JobService() = default;
-  // Validates `spec_yaml` (server/job_spec.h; `file` names it in errors,
+  // Validates `spec_yaml` (workload/job_spec.h; `file` names it in errors,
   // `base_dir` is its folder on this host) and stores the job; durable when
   // it returns. InvalidArgument with field-level errors otherwise, and
   // nothing stored.

@@ -1,4 +1,4 @@
-#include "server/job_spec.h"
+#include "workload/job_spec.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
