@@ -21,8 +21,11 @@
 #
 # Jobs run as root (SlurmUser=root, everything here is root). The system's own
 # Slurm and munge (if any) are neither used nor disturbed: no default paths,
-# no default ports. `stop` signals only the processes whose pid files are under
-# DIR, in the order slurmd, slurmctld, munged, and waits for them to exit.
+# no default ports. `stop` cancels the jobs (while slurmctld is up), then
+# signals only processes of DIR: the daemons from its pid files, in the order
+# slurmd, slurmctld, munged, and any slurmstepd still listening on a socket in
+# DIR's spool (with the job processes under it); it waits for them to exit.
+# `start` on a stopped DIR starts the same cluster again, recovering its jobs.
 set -euo pipefail
 
 die() { echo "local-slurm: $*" >&2; exit 1; }
@@ -149,9 +152,10 @@ cmd_stop() {
   fi
   # Steps still running (controller down, or cancel too slow): kill each
   # slurmstepd of DIR with the processes it started.
-  local tree=()
+  local tree=() part=()
   for pid in $(stepd_pids "$d"); do
-    tree+=($(process_tree "$pid"))
+    mapfile -t part < <(process_tree "$pid")
+    tree+=("${part[@]}")
   done
   if ((${#tree[@]})); then
     echo "local-slurm: killing ${#tree[@]} leftover job step processes" >&2
@@ -269,8 +273,9 @@ cmd_start() {
   [[ $nodes =~ ^[1-9][0-9]*$ ]] || die "--nodes must be a positive integer, got '$nodes'"
   [[ $gpus =~ ^[1-9][0-9]*$ ]] || die "--gpus-per-node must be a positive integer, got '$gpus'"
   [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus-per-node must be a positive integer, got '$cpus'"
-  [[ $port_base =~ ^[0-9]+$ ]] && ((port_base >= 1024 && port_base + nodes <= 65535)) \
-    || die "--port-base must be in 1024..$((65535 - nodes)), got '$port_base'"
+  if ! [[ $port_base =~ ^[0-9]+$ ]] || ((port_base < 1024 || port_base + nodes > 65535)); then
+    die "--port-base must be in 1024..$((65535 - nodes)), got '$port_base'"
+  fi
   ((EUID == 0)) || die "must run as root (jobs run as root, mknod needs root)"
   need_bin munged slurmctld slurmd sinfo scontrol mknod ss
 
@@ -285,9 +290,10 @@ cmd_start() {
   done
 
   mkdir -p "$d"/{run,log,state,spool,dev,munge,jobs}
-  # munged insists that its socket directory be 0755 and that no directory
-  # on the key's path be writable by others.
-  chmod 0755 "$d" "$d/munge"
+  # munged insists that its socket directory be 0755 and that everyone may
+  # search every directory above it (a mktemp -d directory is 0700).
+  chmod 0755 "$d/munge"
+  chmod go+x "$d"
 
   # munge: a private key, socket, pid and seed file.
   if [[ ! -s $d/munge/munge.key ]]; then
@@ -344,6 +350,9 @@ GresTypes=gpu
 MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/backfill
+# Heterogeneous jobs (exact allocations with different GPU counts per node)
+# are started only by the backfill scheduler: run it every second, not 30 s.
+SchedulerParameters=bf_interval=1
 # No accounting daemon: finished jobs are recorded by jobcomp/filetxt.
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
