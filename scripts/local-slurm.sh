@@ -15,7 +15,9 @@
 # directories, logs, pid files, the munge key, socket and seed, and the fake
 # GPU device files (character devices made with mknod, major 195 as NVIDIA's).
 # Nodes are n1..nN; the first half (rounded up) carry GPUs of type a100, the
-# rest type v100. slurmctld listens on P, node nK on P+K. `start` writes
+# rest type v100. slurmctld listens on P, node nK on P+K; without
+# --port-base, P is the first of 27810, 27830, ... whose block is free (two
+# starts at the same moment may still pick the same block). `start` writes
 # DIR/slurm.env (source it: it exports SLURM_CONF) and returns once every node
 # is IDLE, or fails after --timeout seconds with the log tails.
 #
@@ -69,6 +71,20 @@ live_pid() {
 
 port_in_use() {
   ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+}
+
+# The first port P of 27810, 27810+S, ... (S = max(N, 20)) below 29810 with
+# P..P+N-1 all free.
+free_port_block() {
+  local n=$1 step=$(($1 > 20 ? $1 : 20)) base p ok
+  for ((base = 27810; base + n <= 29810; base += step)); do
+    ok=1
+    for ((p = base; p < base + n; p++)); do
+      if port_in_use "$p"; then ok=0; break; fi
+    done
+    ((ok)) && { echo "$base"; return 0; }
+  done
+  return 1
 }
 
 # The pid files of every daemon of DIR, slurmd first, munged last.
@@ -259,7 +275,7 @@ start_failed() {
 
 cmd_start() {
   local d=$1; shift
-  local nodes=4 gpus=2 cpus=4 port_base=27810 timeout=60
+  local nodes=4 gpus=2 cpus=4 port_base="" timeout=60
   while (($#)); do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
@@ -273,7 +289,8 @@ cmd_start() {
   [[ $nodes =~ ^[1-9][0-9]*$ ]] || die "--nodes must be a positive integer, got '$nodes'"
   [[ $gpus =~ ^[1-9][0-9]*$ ]] || die "--gpus-per-node must be a positive integer, got '$gpus'"
   [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "--cpus-per-node must be a positive integer, got '$cpus'"
-  if ! [[ $port_base =~ ^[0-9]+$ ]] || ((port_base < 1024 || port_base + nodes > 65535)); then
+  if [[ -n $port_base ]] && { ! [[ $port_base =~ ^[0-9]+$ ]] ||
+    ((port_base < 1024 || port_base + nodes > 65535)); }; then
     die "--port-base must be in 1024..$((65535 - nodes)), got '$port_base'"
   fi
   ((EUID == 0)) || die "must run as root (jobs run as root, mknod needs root)"
@@ -285,6 +302,10 @@ cmd_start() {
     [[ -n $(live_pid "$f") ]] && die "a daemon of $d is already running ($f); run 'stop $d' first"
   done < <(pid_files "$d")
   local p
+  if [[ -z $port_base ]]; then
+    port_base=$(free_port_block $((nodes + 1))) \
+      || die "no free block of $((nodes + 1)) ports in 27810-29809; pass --port-base"
+  fi
   for ((p = port_base; p <= port_base + nodes; p++)); do
     port_in_use "$p" && die "port $p is in use; pick another --port-base"
   done

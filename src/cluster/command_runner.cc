@@ -93,10 +93,9 @@ Status ValidateRequest(const CommandRequest& request) {
     }
   }
   for (const auto& [name, value] : request.env) {
-    if (name.empty() || name.find('=') != std::string::npos || HasNul(name) ||
-        HasNul(value)) {
-      return InvalidArgument(request.argv[0] + ": invalid environment variable name '" +
-                             name + "'");
+    if (name.empty() || name.find('=') != std::string::npos || HasNul(name) || HasNul(value)) {
+      return InvalidArgument(request.argv[0] + ": invalid environment variable name '" + name +
+                             "'");
     }
   }
   if (request.timeout.count() <= 0) {
@@ -201,8 +200,7 @@ std::string FirstLines(std::string_view text, int max_lines) {
   return Join(lines, "; ");
 }
 
-std::string DescribeCommandFailure(const CommandRequest& request,
-                                   const CommandResult& result) {
+std::string DescribeCommandFailure(const CommandRequest& request, const CommandResult& result) {
   std::string program = request.argv.empty() ? "(empty argv)" : request.argv[0];
   std::string how = result.term_signal != 0
                         ? "was killed by signal " + std::to_string(result.term_signal)
@@ -245,8 +243,8 @@ Result<CommandResult> SystemCommandRunner::Run(const CommandRequest& request) {
   posix_spawnattr_setpgroup(setup.attr(), 0);
   posix_spawnattr_setsigdefault(setup.attr(), &all);
   posix_spawnattr_setsigmask(setup.attr(), &none);
-  posix_spawnattr_setflags(setup.attr(), POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF |
-                                             POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setflags(setup.attr(),
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 
   std::vector<std::string> argv_strings = request.argv;
   std::vector<char*> argv = CStrings(argv_strings);
@@ -256,8 +254,8 @@ Result<CommandResult> SystemCommandRunner::Run(const CommandRequest& request) {
   const auto start = Clock::now();
   const auto deadline = start + request.timeout;
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, program.c_str(), setup.actions(), setup.attr(), argv.data(),
-                        envp.data());
+  int rc =
+      posix_spawnp(&pid, program.c_str(), setup.actions(), setup.attr(), argv.data(), envp.data());
   if (rc != 0) {
     if (rc == ENOENT || rc == EACCES || rc == ENOEXEC || rc == ENOTDIR) {
       return NotFound(program + ": cannot execute (" + ErrnoText(rc) +
@@ -299,8 +297,8 @@ Result<CommandResult> SystemCommandRunner::Run(const CommandRequest& request) {
     auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1;
     // Without a pidfd, exit is noticed by polling waitpid every 20 ms.
-    int wait_ms = static_cast<int>(
-        (pidfd < 0 && !exited) ? std::min<long long>(remaining, 20) : remaining);
+    int wait_ms =
+        static_cast<int>((pidfd < 0 && !exited) ? std::min<long long>(remaining, 20) : remaining);
 
     pollfd fds[4];
     int* owners[4];
@@ -333,8 +331,7 @@ Result<CommandResult> SystemCommandRunner::Run(const CommandRequest& request) {
         exited = true;
         CloseFd(pidfd);
       } else if (&fd == &in.write_end) {
-        ssize_t w = write(fd, stdin_text.data() + stdin_written,
-                          stdin_text.size() - stdin_written);
+        ssize_t w = write(fd, stdin_text.data() + stdin_written, stdin_text.size() - stdin_written);
         if (w > 0) {
           stdin_written += static_cast<size_t>(w);
           if (stdin_written == stdin_text.size()) CloseFd(fd);

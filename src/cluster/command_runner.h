@@ -46,8 +46,7 @@ struct CommandResult {
 // "sbatch exited with code 1: sbatch: error: ..." (or "was killed by signal
 // 9"), naming argv[0] and quoting the first lines of stderr: the text an
 // error Status about a failed command should carry.
-std::string DescribeCommandFailure(const CommandRequest& request,
-                                   const CommandResult& result);
+std::string DescribeCommandFailure(const CommandRequest& request, const CommandResult& result);
 
 // The first `max_lines` non-empty lines of `text`, joined by "; ".
 std::string FirstLines(std::string_view text, int max_lines = 3);

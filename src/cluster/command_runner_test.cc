@@ -54,9 +54,10 @@ TEST(SystemCommandRunner, SuccessIsExitZero) {
 
 TEST(SystemCommandRunner, StderrIsCapturedApartAndDescribed) {
   SystemCommandRunner runner;
-  CommandRequest req = Cmd({"sh", "-c", "echo out; echo 'first problem' >&2; "
-                                        "echo second >&2; echo third >&2; echo fourth >&2; "
-                                        "exit 2"});
+  CommandRequest req = Cmd({"sh", "-c",
+                            "echo out; echo 'first problem' >&2; "
+                            "echo second >&2; echo third >&2; echo fourth >&2; "
+                            "exit 2"});
   auto r = runner.Run(req);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->stdout_text, "out\n");
@@ -97,8 +98,7 @@ TEST(SystemCommandRunner, TimeoutKillsTheWholeProcessGroup) {
   auto r = runner.Run(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(Contains(r.status().message(), "stderr so far: started"))
-      << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), "stderr so far: started")) << r.status().message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 

@@ -103,15 +103,16 @@ class FakeCommandRunner : public CommandRunner {
       }
     } else {
       if (next_ >= expectations_.size()) {
-        ADD_FAILURE() << "unexpected command #" << calls_.size() << ": "
-                      << FormatArgv(request.argv) << "\n  (no more commands expected)";
+        ADD_FAILURE() << "unexpected command #" << calls_.size() << ": " << FormatArgv(request.argv)
+                      << "\n  (no more commands expected)";
         return Internal("FakeCommandRunner: unexpected command " + FormatArgv(request.argv));
       }
       match = &expectations_[next_++];
       if (match->argv_ != request.argv) {
         match->used_ = true;
-        ADD_FAILURE() << "command #" << calls_.size() << " differs\n  expected: "
-                      << FormatArgv(match->argv_) << "\n       got: " << FormatArgv(request.argv);
+        ADD_FAILURE() << "command #" << calls_.size()
+                      << " differs\n  expected: " << FormatArgv(match->argv_)
+                      << "\n       got: " << FormatArgv(request.argv);
         return Internal("FakeCommandRunner: unexpected command " + FormatArgv(request.argv));
       }
     }

@@ -38,8 +38,8 @@ Status ExpandGroup(std::string_view expr, std::string_view body, size_t at,
     unsigned long long a = std::stoull(std::string(lo));
     unsigned long long b = std::stoull(std::string(hi));
     if (a > b) {
-      return InvalidArgument("hostlist '" + std::string(expr) + "': range '" +
-                             std::string(item) + "' runs backwards");
+      return InvalidArgument("hostlist '" + std::string(expr) + "': range '" + std::string(item) +
+                             "' runs backwards");
     }
     if (b - a >= kMaxHostlistSize || out.size() + (b - a + 1) > kMaxHostlistSize) {
       return InvalidArgument("hostlist '" + std::string(expr) + "': more than " +
@@ -58,8 +58,8 @@ Status ExpandTerm(std::string_view expr, std::string_view term, size_t at,
   size_t i = 0;
   while (i < term.size()) {
     size_t open = term.find('[', i);
-    std::string literal(term.substr(i, open == std::string_view::npos ? term.size() - i
-                                                                       : open - i));
+    std::string literal(
+        term.substr(i, open == std::string_view::npos ? term.size() - i : open - i));
     for (auto& p : partial) p += literal;
     if (open == std::string_view::npos) break;
     size_t close = term.find(']', open);
@@ -114,8 +114,8 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view expression) {
       TESSEL_RETURN_IF_ERROR(ExpandTerm(expression, term, term_start, hosts));
       term_start = i + 1;
     } else if (c == ' ' || c == '\t' || c == '\n') {
-      return InvalidArgument("hostlist '" + std::string(expression) +
-                             "': whitespace at position " + std::to_string(i));
+      return InvalidArgument("hostlist '" + std::string(expression) + "': whitespace at position " +
+                             std::to_string(i));
     }
   }
   if (depth != 0) {

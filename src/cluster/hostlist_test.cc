@@ -29,21 +29,19 @@ TEST_P(SlurmHostlistExpand, Expands) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, SlurmHostlistExpand,
-    ::testing::Values(
-        ExpandCase{"Empty", "", ""},
-        ExpandCase{"Null", "(null)", ""},
-        ExpandCase{"Single", "n1", "n1"},
-        ExpandCase{"PlainList", "n1,gpu-7,x.y", "n1 gpu-7 x.y"},
-        ExpandCase{"Range", "n[1-3]", "n1 n2 n3"},
-        ExpandCase{"RangesAndSingles", "n[1-3,5]", "n1 n2 n3 n5"},
-        ExpandCase{"SquueueStyle", "n[1-2]", "n1 n2"},
-        ExpandCase{"ZeroPadding", "node[08-11]", "node08 node09 node10 node11"},
-        ExpandCase{"PaddingGrowsPastWidth", "n[8-10]", "n8 n9 n10"},
-        ExpandCase{"SuffixAfterBracket", "rack[1-2]-gpu", "rack1-gpu rack2-gpu"},
-        ExpandCase{"TwoGroupsMultiply", "r[1-2]n[1,3]", "r1n1 r1n3 r2n1 r2n3"},
-        ExpandCase{"SeveralTerms", "a[1-2],b,c[5]", "a1 a2 b c5"},
-        ExpandCase{"CommaInsideBracketsOnly", "n[1,3],m[2-3]", "n1 n3 m2 m3"},
-        ExpandCase{"DuplicatesKept", "n1,n[1-2]", "n1 n1 n2"}),
+    ::testing::Values(ExpandCase{"Empty", "", ""}, ExpandCase{"Null", "(null)", ""},
+                      ExpandCase{"Single", "n1", "n1"},
+                      ExpandCase{"PlainList", "n1,gpu-7,x.y", "n1 gpu-7 x.y"},
+                      ExpandCase{"Range", "n[1-3]", "n1 n2 n3"},
+                      ExpandCase{"RangesAndSingles", "n[1-3,5]", "n1 n2 n3 n5"},
+                      ExpandCase{"SquueueStyle", "n[1-2]", "n1 n2"},
+                      ExpandCase{"ZeroPadding", "node[08-11]", "node08 node09 node10 node11"},
+                      ExpandCase{"PaddingGrowsPastWidth", "n[8-10]", "n8 n9 n10"},
+                      ExpandCase{"SuffixAfterBracket", "rack[1-2]-gpu", "rack1-gpu rack2-gpu"},
+                      ExpandCase{"TwoGroupsMultiply", "r[1-2]n[1,3]", "r1n1 r1n3 r2n1 r2n3"},
+                      ExpandCase{"SeveralTerms", "a[1-2],b,c[5]", "a1 a2 b c5"},
+                      ExpandCase{"CommaInsideBracketsOnly", "n[1,3],m[2-3]", "n1 n3 m2 m3"},
+                      ExpandCase{"DuplicatesKept", "n1,n[1-2]", "n1 n1 n2"}),
     [](const ::testing::TestParamInfo<ExpandCase>& info) { return info.param.name; });
 
 struct ErrorCase {
@@ -77,8 +75,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "hostlist 'n[1,]': '' at position 4 is not a number or range lo-hi"},
         ErrorCase{"EmptyTerm", "n1,,n2", "hostlist 'n1,,n2': empty host name at position 3"},
         ErrorCase{"Whitespace", "n1, n2", "hostlist 'n1, n2': whitespace at position 3"},
-        ErrorCase{"TooMany", "n[0-99999999]",
-                  "hostlist 'n[0-99999999]': more than 1000000 hosts"}),
+        ErrorCase{"TooMany", "n[0-99999999]", "hostlist 'n[0-99999999]': more than 1000000 hosts"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -33,8 +33,7 @@ bool IsUnreachable(std::string_view text) {
 
 // The Status for a Slurm tool that exited non-zero: Unavailable when the
 // controller could not be reached, else `code` with the tool's message.
-Status ToolFailure(const CommandRequest& request, const CommandResult& result,
-                   StatusCode code) {
+Status ToolFailure(const CommandRequest& request, const CommandResult& result, StatusCode code) {
   std::string text = DescribeCommandFailure(request, result);
   if (IsUnreachable(result.stderr_text)) return Unavailable(text);
   return Status(code, text);
@@ -53,8 +52,8 @@ bool IsPlainName(std::string_view s) {
 bool IsEnvName(std::string_view s) {
   if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -266,8 +265,10 @@ Status SlurmClient::Signal(SlurmJobId id, std::string_view signal, SignalTarget 
 }
 
 Status SlurmClient::Drain(std::string_view node, std::string_view reason) const {
-  if (!IsPlainName(node)) return InvalidArgument("drain: '" + std::string(node) + "' is not a node name");
-  if (Trim(reason).empty()) return InvalidArgument("drain " + std::string(node) + ": a reason is required");
+  if (!IsPlainName(node))
+    return InvalidArgument("drain: '" + std::string(node) + "' is not a node name");
+  if (Trim(reason).empty())
+    return InvalidArgument("drain " + std::string(node) + ": a reason is required");
   std::vector<std::string> argv = {"scontrol", "update", "NodeName=" + std::string(node),
                                    "State=DRAIN", "Reason=" + std::string(reason)};
   CommandRequest request = ToolRequest(argv);
@@ -283,7 +284,8 @@ Status SlurmClient::Drain(std::string_view node, std::string_view reason) const 
 }
 
 Status SlurmClient::Resume(std::string_view node) const {
-  if (!IsPlainName(node)) return InvalidArgument("resume: '" + std::string(node) + "' is not a node name");
+  if (!IsPlainName(node))
+    return InvalidArgument("resume: '" + std::string(node) + "' is not a node name");
   std::vector<std::string> argv = {"scontrol", "update", "NodeName=" + std::string(node),
                                    "State=RESUME"};
   CommandRequest request = ToolRequest(argv);

@@ -152,10 +152,10 @@ struct SubmitRequest {
   std::string error_path;
   // Variables for the job, on top of the caller's environment.
   std::vector<std::pair<std::string, std::string>> env;
-  int cpus_per_task = 0;        // 0: Slurm's default (1)
-  int time_limit_minutes = 0;   // 0: the partition's limit
-  std::string partition;        // "": the default partition
-  bool requeue = false;         // --requeue / --no-requeue
+  int cpus_per_task = 0;       // 0: Slurm's default (1)
+  int time_limit_minutes = 0;  // 0: the partition's limit
+  std::string partition;       // "": the default partition
+  bool requeue = false;        // --requeue / --no-requeue
 };
 
 // Which processes of a running job a signal reaches.

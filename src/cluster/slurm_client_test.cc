@@ -175,13 +175,13 @@ TEST_F(SlurmClientTest, GarbageSinfoOutputIsAClearError) {
     auto nodes = SlurmClient(fake).ListNodes();
     ASSERT_FALSE(nodes.ok());
     EXPECT_EQ(nodes.status().code(), StatusCode::kInternal);
-    EXPECT_TRUE(StartsWith(nodes.status().message(), c.message_start))
-        << nodes.status().message();
+    EXPECT_TRUE(StartsWith(nodes.status().message(), c.message_start)) << nodes.status().message();
   }
 }
 
 TEST(SlurmGres, ParsesTypesCountsAndUse) {
-  auto g = ParseGpuGres("gpu:a100:2(S:0-1),mps:100,gpu:v100:4", "gpu:a100:1(IDX:1),gpu:v100:3(IDX:0,2-3),mps:0", "n1");
+  auto g = ParseGpuGres("gpu:a100:2(S:0-1),mps:100,gpu:v100:4",
+                        "gpu:a100:1(IDX:1),gpu:v100:3(IDX:0,2-3),mps:0", "n1");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   ASSERT_EQ(g->size(), 2u);
   EXPECT_EQ((*g)[0], (SlurmGpus{"a100", 2, 1}));
@@ -300,8 +300,7 @@ TEST_F(SlurmClientTest, GarbageSqueueOutputIsAClearError) {
     auto jobs = SlurmClient(fake).ListJobs();
     ASSERT_FALSE(jobs.ok());
     EXPECT_EQ(jobs.status().code(), StatusCode::kInternal);
-    EXPECT_TRUE(StartsWith(jobs.status().message(), c.message_start))
-        << jobs.status().message();
+    EXPECT_TRUE(StartsWith(jobs.status().message(), c.message_start)) << jobs.status().message();
   }
 }
 
@@ -346,10 +345,11 @@ SubmitRequest Uniform() {
 }
 
 TEST_F(SlurmClientTest, SubmitUniformCountsUsesNtasksPerNode) {
-  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-job-7", "--nodes=2",
-                "--nodelist=n1,n2", "--ntasks-per-node=2", "--gpus-per-task=a100:1",
-                "--gpu-bind=per_task:1", "--no-requeue", "--chdir=/work/job7",
-                "--output=/work/job7/out.txt", "--export=ALL", "/work/job7/run.sh"})
+  fake_
+      .Expect({"sbatch", "--parsable", "--job-name=tessel-job-7", "--nodes=2", "--nodelist=n1,n2",
+               "--ntasks-per-node=2", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1",
+               "--no-requeue", "--chdir=/work/job7", "--output=/work/job7/out.txt", "--export=ALL",
+               "/work/job7/run.sh"})
       .Env("SLURM_CONF", kConf)
       .Env("TESSEL_PLAN", "dp=4,tp=1 pp=1")
       .Env("MASTER_ADDR", "127.0.0.1")
@@ -369,13 +369,34 @@ TEST_F(SlurmClientTest, SubmitDifferentCountsIsAHeterogeneousJob) {
   r.partition = "gpu";
   r.requeue = true;
   r.env.clear();
-  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-job-7", "--chdir=/work/job7",
-                "--output=/work/job7/out.txt", "--error=/work/job7/err.txt", "--export=ALL",
-                "--nodes=1", "--nodelist=n6", "--ntasks-per-node=1", "--gpus-per-task=v100:1",
-                "--gpu-bind=per_task:1", "--cpus-per-task=2", "--partition=gpu", "--time=90",
-                "--requeue", ":", "--nodes=1", "--nodelist=n5", "--ntasks-per-node=2",
-                "--gpus-per-task=v100:1", "--gpu-bind=per_task:1", "--cpus-per-task=2",
-                "--partition=gpu", "--time=90", "--requeue", "/work/job7/run.sh"})
+  fake_
+      .Expect({"sbatch",
+               "--parsable",
+               "--job-name=tessel-job-7",
+               "--chdir=/work/job7",
+               "--output=/work/job7/out.txt",
+               "--error=/work/job7/err.txt",
+               "--export=ALL",
+               "--nodes=1",
+               "--nodelist=n6",
+               "--ntasks-per-node=1",
+               "--gpus-per-task=v100:1",
+               "--gpu-bind=per_task:1",
+               "--cpus-per-task=2",
+               "--partition=gpu",
+               "--time=90",
+               "--requeue",
+               ":",
+               "--nodes=1",
+               "--nodelist=n5",
+               "--ntasks-per-node=2",
+               "--gpus-per-task=v100:1",
+               "--gpu-bind=per_task:1",
+               "--cpus-per-task=2",
+               "--partition=gpu",
+               "--time=90",
+               "--requeue",
+               "/work/job7/run.sh"})
       .Env("SLURM_CONF", kConf)
       .Stdout("43;tessel-local\n");
   auto id = client_.Submit(r);
@@ -449,9 +470,15 @@ TEST_F(SlurmClientTest, SubmitValidatesBeforeRunningAnything) {
        "submit: working_dir 'job7' must be an absolute path"},
       {"relative output", [](SubmitRequest& r) { r.output_path = "out.txt"; },
        "submit: output_path 'out.txt' must be an absolute path"},
-      {"slurm variable", [](SubmitRequest& r) { r.env = {{"SLURM_HOSTFILE", "/x"}}; },
+      {"slurm variable",
+       [](SubmitRequest& r) {
+         r.env = {{"SLURM_HOSTFILE", "/x"}};
+       },
        "submit: env name 'SLURM_HOSTFILE': SLURM_* variables are Slurm's"},
-      {"bad variable", [](SubmitRequest& r) { r.env = {{"A-B", "1"}}; },
+      {"bad variable",
+       [](SubmitRequest& r) {
+         r.env = {{"A-B", "1"}};
+       },
        "submit: env name 'A-B' is not a variable name"},
   };
   for (const auto& c : cases) {
@@ -482,8 +509,9 @@ TEST_F(SlurmClientTest, CancelUnknownJobIsFine) {
 TEST_F(SlurmClientTest, CancelWithControllerDownIsUnavailable) {
   fake_.Expect({"scancel", "5"})
       .ExitCode(8)
-      .Stderr("scancel: error: Kill job error on job id 5: Unable to contact slurm controller "
-              "(connect failure)\n");
+      .Stderr(
+          "scancel: error: Kill job error on job id 5: Unable to contact slurm controller "
+          "(connect failure)\n");
   Status s = client_.Cancel(5);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_EQ(s.message(),
@@ -542,8 +570,9 @@ TEST_F(SlurmClientTest, SignalNameIsChecked) {
 // ---- drain, resume ----
 
 TEST_F(SlurmClientTest, DrainPassesTheReasonAsOneArgument) {
-  fake_.Expect({"scontrol", "update", "NodeName=n2", "State=DRAIN",
-                "Reason=tessel: node failing, checkpoint first"})
+  fake_
+      .Expect({"scontrol", "update", "NodeName=n2", "State=DRAIN",
+               "Reason=tessel: node failing, checkpoint first"})
       .Env("SLURM_CONF", kConf);
   EXPECT_TRUE(client_.Drain("n2", "tessel: node failing, checkpoint first").ok());
 }
@@ -556,7 +585,8 @@ TEST_F(SlurmClientTest, DrainNeedsAReasonAndAKnownNode) {
       .Stderr(Recorded("scontrol_drain_unknown_node.stderr"));
   Status s = client_.Drain("n99", "x");
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.message(), "scontrol exited with code 1: slurm_update error: Invalid node name specified");
+  EXPECT_EQ(s.message(),
+            "scontrol exited with code 1: slurm_update error: Invalid node name specified");
 }
 
 TEST_F(SlurmClientTest, ResumeIsIdempotent) {

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cluster/hostlist.h"
 #include "core/strings.h"
@@ -22,15 +21,14 @@ std::string Quote(std::string_view s) {
 
 // Parses `text` as the JSON object a Slurm listing prints; `command` names
 // it in errors. A non-empty "errors" array is Unavailable.
-Result<json> ParseListing(std::string_view text, std::string_view command,
-                          const char* list_field) {
+Result<json> ParseListing(std::string_view text, std::string_view command, const char* list_field) {
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     std::string head(text.substr(0, 40));
-    return Internal(std::string(command) + ": output is not JSON (" + e.what() +
-                    "); it begins " + Quote(head));
+    return Internal(std::string(command) + ": output is not JSON (" + e.what() + "); it begins " +
+                    Quote(head));
   }
   if (!doc.is_object()) {
     return Internal(std::string(command) + ": output is JSON but not an object");
@@ -49,8 +47,8 @@ Result<json> ParseListing(std::string_view text, std::string_view command,
       }
       parts.push_back(part.empty() ? e.dump() : part);
     }
-    return Unavailable(std::string(command) + " reported errors (is slurmctld up?): " +
-                       Join(parts, "; "));
+    return Unavailable(std::string(command) +
+                       " reported errors (is slurmctld up?): " + Join(parts, "; "));
   }
   auto list = doc.find(list_field);
   if (list == doc.end() || !list->is_array()) {
@@ -68,8 +66,7 @@ Result<std::string> StringField(const json& obj, const char* field, const std::s
     return Internal(where + ": field '" + field + "' is missing");
   }
   if (!it->is_string()) {
-    return Internal(where + ": field '" + field + "' should be a string, is " +
-                    it->type_name());
+    return Internal(where + ": field '" + field + "' should be a string, is " + it->type_name());
   }
   return it->get<std::string>();
 }
@@ -82,8 +79,7 @@ Result<int64_t> IntField(const json& obj, const char* field, const std::string& 
     return Internal(where + ": field '" + field + "' is missing");
   }
   if (!it->is_number_integer()) {
-    return Internal(where + ": field '" + field + "' should be an integer, is " +
-                    it->type_name());
+    return Internal(where + ": field '" + field + "' should be an integer, is " + it->type_name());
   }
   return it->get<int64_t>();
 }
@@ -94,8 +90,7 @@ Result<std::vector<std::string>> StringListField(const json& obj, const char* fi
   auto it = obj.find(field);
   if (it == obj.end() || it->is_null()) return out;
   if (!it->is_array()) {
-    return Internal(where + ": field '" + field + "' should be an array, is " +
-                    it->type_name());
+    return Internal(where + ": field '" + field + "' should be an array, is " + it->type_name());
   }
   for (const auto& v : *it) {
     if (!v.is_string()) {
@@ -205,8 +200,8 @@ std::vector<SlurmJob> MergeHetComponents(std::vector<SqueueEntry> entries) {
 
 }  // namespace
 
-Result<std::vector<SlurmGpus>> ParseGpuGres(std::string_view configured,
-                                            std::string_view used, std::string_view where) {
+Result<std::vector<SlurmGpus>> ParseGpuGres(std::string_view configured, std::string_view used,
+                                            std::string_view where) {
   std::map<std::string, int> total, in_use;
   TESSEL_RETURN_IF_ERROR(AddGpuCounts(configured, where, "gres", total));
   TESSEL_RETURN_IF_ERROR(AddGpuCounts(used, where, "gres_used", in_use));

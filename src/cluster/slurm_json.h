@@ -28,7 +28,7 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text);
 // "gpu:a100:2,mps:100" or "gpu:a100:2(S:0-1)", `used` like
 // "gpu:a100:1(IDX:0),gpu:v100:0(IDX:N/A)". Other GRES are ignored; "",
 // "(null)" and "N/A" mean none. `where` prefixes error messages.
-Result<std::vector<SlurmGpus>> ParseGpuGres(std::string_view configured,
-                                            std::string_view used, std::string_view where);
+Result<std::vector<SlurmGpus>> ParseGpuGres(std::string_view configured, std::string_view used,
+                                            std::string_view where);
 
 }  // namespace tessel

@@ -70,9 +70,9 @@ bool SlurmNode::HasFlag(std::string_view flag) const {
 bool SlurmNode::Usable() const {
   bool up = state == SlurmNodeState::kIdle || state == SlurmNodeState::kMixed ||
             state == SlurmNodeState::kAllocated;
-  for (const char* bad : {"DRAIN", "NOT_RESPONDING", "FAIL", "MAINTENANCE", "POWER_DOWN",
-                          "POWERED_DOWN", "POWERING_DOWN", "REBOOT_REQUESTED",
-                          "REBOOT_ISSUED", "INVALID_REG"}) {
+  for (const char* bad :
+       {"DRAIN", "NOT_RESPONDING", "FAIL", "MAINTENANCE", "POWER_DOWN", "POWERED_DOWN",
+        "POWERING_DOWN", "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG"}) {
     if (HasFlag(bad)) return false;
   }
   return up;
