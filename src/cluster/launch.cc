@@ -115,7 +115,9 @@ std::string ShellQuote(const std::string& s) {
 
 std::string BatchScript(const std::string& tessel_binary, const std::vector<std::string>& srun_args,
                         const std::string& launch_file, const std::string& exit_file) {
-  std::string srun = "srun";
+  // A job whose nodes hold different GPU counts is a heterogeneous Slurm
+  // job: srun must name every component (cluster/slurm_client.h).
+  std::string srun = "srun ${SLURM_HET_SIZE:+--het-group=0-$((SLURM_HET_SIZE-1))}";
   for (const std::string& a : srun_args) srun += " " + ShellQuote(a);
   std::string tmp = exit_file + ".tmp";
   return "#!/bin/sh\n"

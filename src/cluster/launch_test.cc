@@ -88,7 +88,7 @@ TEST(Launch, BadLaunchFilesAreRefusedNamingTheFile) {
 TEST(Launch, BatchScriptQuotesEveryPath) {
   std::string script = BatchScript("/opt/te'ssel", {"--ntasks=3", "--kill-on-bad-exit=1"}, "/s/l $x.json",
                                    "/s/exit.2");
-  EXPECT_NE(script.find("srun '--ntasks=3' '--kill-on-bad-exit=1' '/opt/te'\\''ssel' job-exec '/s/l $x.json'"),
+  EXPECT_NE(script.find("srun ${SLURM_HET_SIZE:+--het-group=0-$((SLURM_HET_SIZE-1))} '--ntasks=3' '--kill-on-bad-exit=1' '/opt/te'\\''ssel' job-exec '/s/l $x.json'"),
             std::string::npos)
       << script;
   EXPECT_NE(script.find("mv '/s/exit.2.tmp' '/s/exit.2'"), std::string::npos) << script;

@@ -1,0 +1,815 @@
+#include "cluster/slurm_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/launch.h"
+#include "cluster/metrics_file.h"
+#include "hardware/gpu.h"
+#include "workload/job_spec.h"
+
+namespace tessel {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kNamePrefix = "tessel-";
+// Step times a correction averages (the latest ones).
+constexpr int kCorrectionWindow = 20;
+
+std::string SlurmName(int64_t id) { return kNamePrefix + std::to_string(id); }
+
+// The tessel id a Slurm job name carries, or -1.
+int64_t IdFromName(const std::string& name) {
+  if (name.rfind(kNamePrefix, 0) != 0) return -1;
+  std::string rest = name.substr(std::string(kNamePrefix).size());
+  if (rest.empty() || rest.size() > 18 || !std::all_of(rest.begin(), rest.end(), ::isdigit)) return -1;
+  return std::stoll(rest);
+}
+
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return Unavailable("cannot write " + tmp);
+    f << text;
+    if (!f.flush()) return Unavailable("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Unavailable("cannot rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::string AllocJson(const Allocation& a, const SlurmInventory& inv) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const Placement& p : a.parts) j.push_back({{"node", inv.names[p.node]}, {"gpus", p.gpus}});
+  return j.dump();
+}
+
+Result<Allocation> AllocFromJson(const std::string& text, const std::string& gpu_type, const SlurmInventory& inv) {
+  Allocation a;
+  a.type = inv.cluster.FindType(gpu_type);
+  if (a.type < 0) return FailedPrecondition("GPU type " + gpu_type + " is no longer in the cluster");
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array()) return FailedPrecondition("stored allocation is not a list: " + text);
+  for (const auto& part : j) {
+    if (!part.is_object() || !part.contains("node") || !part.contains("gpus")) {
+      return FailedPrecondition("stored allocation part is malformed: " + part.dump());
+    }
+    std::string name = part["node"].get<std::string>();
+    auto it = std::find(inv.names.begin(), inv.names.end(), name);
+    if (it == inv.names.end()) return FailedPrecondition("node " + name + " is no longer in the cluster");
+    a.parts.push_back({static_cast<int>(it - inv.names.begin()), part["gpus"].get<int>()});
+  }
+  std::sort(a.parts.begin(), a.parts.end(), [](const Placement& x, const Placement& y) { return x.node < y.node; });
+  return a;
+}
+
+}  // namespace
+
+Result<SlurmInventory> DiscoverInventory(const std::vector<SlurmNode>& nodes,
+                                         const std::map<std::string, std::string>& gpu_map) {
+  // (catalog GPU, GPUs per node) -> nodes, in name order.
+  std::map<std::pair<std::string, int>, std::vector<const SlurmNode*>> pools;
+  std::map<std::string, std::string> gres_of;
+  for (const SlurmNode& n : nodes) {
+    for (const SlurmGpus& g : n.gpus) {
+      const std::string& gres = g.type;
+      int count = g.total;
+      if (count <= 0 || gres.empty()) continue;
+      auto m = gpu_map.find(gres);
+      std::string name = m != gpu_map.end() ? m->second : gres;
+      auto gpu = FindGpu(name);
+      if (!gpu.ok()) {
+        return InvalidArgument("node " + n.name + ": GPU type '" + gres +
+                               "' is not a catalog GPU; map it with --gpu-map " + gres + "=<catalog name> (" +
+                               gpu.status().message() + ")");
+      }
+      pools[{(*gpu)->name, count}].push_back(&n);
+      gres_of[n.name] = gres;
+      break;  // one GPU type per node
+    }
+  }
+  if (pools.empty()) return InvalidArgument("no Slurm node has GPUs (gres gpu:<type>:<count>)");
+  SlurmInventory inv;
+  ClusterSpec spec;
+  spec.name = "slurm";
+  spec.description = "discovered from Slurm";
+  for (auto& [key, members] : pools) {
+    std::sort(members.begin(), members.end(), [](const SlurmNode* a, const SlurmNode* b) { return a->name < b->name; });
+    NodePool pool;
+    pool.name = key.first + "x" + std::to_string(key.second);
+    pool.gpu = FindGpu(key.first).value();
+    pool.nodes = static_cast<int>(members.size());
+    pool.gpus_per_node = key.second;
+    spec.pools.push_back(pool);
+    for (const SlurmNode* n : members) {
+      inv.names.push_back(n->name);
+      inv.gres_types.push_back(gres_of[n->name]);
+      inv.addrs.push_back(n->name);
+    }
+  }
+  auto cluster = Cluster::Build(spec);
+  if (!cluster.ok()) return cluster.status();
+  inv.cluster = std::move(*cluster);
+  return inv;
+}
+
+// A tessel job the backend tracks (every non-terminal one).
+struct Tracked {
+  int64_t id = 0;
+  DaemonJobSpec dspec;
+  JobSpec spec;  // what policies see
+  JobView view;
+  JobState state = JobState::kPending;
+  std::optional<SlurmJobId> slurm_id;
+  int launch = 0;     // launches so far
+  int failures = 0;   // launches that failed on their own
+  bool started = false;
+  // The allocation the current Slurm job holds (empty when none runs).
+  Allocation running;
+  ParallelPlan plan;
+  // Set while reconfiguring: what to relaunch on once the job stopped
+  // (empty: back to pending).
+  std::optional<Allocation> next;
+  std::optional<ParallelPlan> next_plan;
+  SimTime stop_asked = kNever;
+  bool cancelled_for_timeout = false;
+  std::unique_ptr<MetricsTail> metrics;
+  std::vector<double> recent;  // latest step times on the running allocation
+  int64_t last_step = -1;
+  SimTime touched = kNever;  // attained service counted up to here
+};
+
+struct SlurmBackend::Impl {
+  SlurmClient& slurm;
+  Store& store;
+  const SlurmInventory& inv;
+  const Cluster& cluster;
+  CorrectedThroughput& belief;
+  PolicyTraits traits;
+  SlurmBackendOptions opt;
+
+  std::map<int64_t, std::unique_ptr<Tracked>> jobs;  // by id
+  std::vector<const JobView*> active;                // sorted by index
+  std::vector<int> free;
+  std::vector<uint8_t> up;
+  std::vector<int> slurm_used;  // GPUs Slurm counts as used, per node
+  SimTime next_poll = 0;
+  int64_t processed = 0;
+  int next_index = 0;  // JobView::index: stable per tracked job in this process
+
+  mutable std::mutex inbox_mu;
+  std::vector<int64_t> inbox_submitted;
+  std::vector<int64_t> inbox_cancelled;
+
+  mutable std::mutex status_mu;
+  std::vector<NodeStatus> node_status;
+  std::map<std::string, int64_t> allocated_by_type;
+
+  BackendEvents found;
+
+  Impl(SlurmClient& s, Store& st, const SlurmInventory& i, CorrectedThroughput& b, const PolicyTraits& t,
+       SlurmBackendOptions o)
+      : slurm(s), store(st), inv(i), cluster(i.cluster), belief(b), traits(t), opt(std::move(o)) {
+    free.resize(cluster.nodes().size());
+    up.assign(cluster.nodes().size(), 1);
+    slurm_used.assign(cluster.nodes().size(), 0);
+  }
+
+  std::string JobDir(int64_t id) const { return opt.state_dir + "/jobs/" + std::to_string(id); }
+  std::string CheckpointDir(const Tracked& t) const {
+    return t.dspec.checkpoint_dir.empty() ? opt.state_dir + "/checkpoints/" + std::to_string(t.id)
+                                          : t.dspec.checkpoint_dir;
+  }
+  std::string MetricsPath(int64_t id) const { return JobDir(id) + "/metrics.jsonl"; }
+  std::string ExitPath(int64_t id, int launch) const { return JobDir(id) + "/exit." + std::to_string(launch); }
+
+  // A store or Slurm call whose failure must not stop the loop: the next
+  // poll resynchronises. Logged for the operator.
+  static void Warn(const Status& s) {
+    if (!s.ok()) std::fprintf(stderr, "tessel serve: %s\n", s.ToString().c_str());
+  }
+
+  // --- state changes, always through the store first ------------------------
+
+  void SetState(Tracked& t, JobState to, SimTime now, const std::string& reason) {
+    if (t.state == to) return;
+    Status s = store.Transition(t.id, to, now, reason);
+    if (!s.ok()) {
+      std::fprintf(stderr, "tessel serve: job %lld: %s\n", static_cast<long long>(t.id), s.ToString().c_str());
+      return;
+    }
+    t.state = to;
+  }
+
+  // Loads a job from the store into tracking (pending, not yet active).
+  Result<Tracked*> Load(int64_t id) {
+    auto row = store.Job(id);
+    if (!row.ok()) return row.status();
+    auto dspec = DaemonJobSpecFromJson(row->spec_json);
+    if (!dspec.ok()) return dspec.status();
+    auto spec = ToJobSpec(*dspec);
+    if (!spec.ok()) return spec.status();
+    auto t = std::make_unique<Tracked>();
+    t->id = id;
+    t->dspec = std::move(*dspec);
+    t->spec = std::move(*spec);
+    t->spec.id = std::to_string(id);
+    t->spec.user = row->user;
+    t->spec.submit = row->submitted_us;
+    t->state = row->state;
+    if (row->slurm_job_id) {
+      try {
+        t->slurm_id = std::stoll(*row->slurm_job_id);
+      } catch (...) {
+        return FailedPrecondition("job " + std::to_string(id) + ": stored Slurm id '" + *row->slurm_job_id +
+                                  "' is not a number");
+      }
+    }
+    t->launch = row->launch_count;
+    t->failures = row->failures;
+    t->started = row->started_us.has_value();
+    t->view.index = next_index++;
+    t->view.spec = &t->spec;
+    t->view.total_iterations = static_cast<double>(t->dspec.iterations);
+    t->view.attained_gpu_s_by_type.assign(cluster.types().size(), 0.0);
+    t->view.first_start = row->started_us.value_or(kNever);
+    t->view.alloc_since = row->allocated_us.value_or(row->submitted_us);
+    t->view.restarts = row->restarts;
+    t->metrics = std::make_unique<MetricsTail>(MetricsPath(id));
+    if (auto corrections = store.Corrections(id); corrections.ok()) {
+      for (const Correction& c : *corrections) {
+        int type = cluster.FindType(c.gpu_type);
+        if (type >= 0) belief.SetFactor(t->spec.id, type, c.factor);
+      }
+    }
+    Tracked* raw = t.get();
+    jobs[id] = std::move(t);
+    return raw;
+  }
+
+  void Activate(Tracked& t) {
+    const JobView* p = &t.view;
+    auto it = std::lower_bound(active.begin(), active.end(), p,
+                               [](const JobView* a, const JobView* b) { return a->index < b->index; });
+    active.insert(it, p);
+    found.decide = found.activated = true;
+  }
+
+  void Drop(Tracked& t) {
+    auto it = std::find(active.begin(), active.end(), &t.view);
+    if (it != active.end()) active.erase(it);
+    belief.Forget(t.spec.id);
+    jobs.erase(t.id);
+    found.decide = true;
+  }
+
+  // --- launching ---------------------------------------------------------------
+
+  // A plan for `alloc`: the decision's first plan when it gave a set, else
+  // the belief's plan for the allocation.
+  Result<ParallelPlan> PlanFor(const Tracked& t, const Allocation& alloc, const std::vector<PlanChoice>* set) {
+    if (set != nullptr && !set->empty()) return set->front().plan;
+    const JobRate& r = belief.Rate(t.spec, alloc.type, alloc.gpus(), alloc.nodes());
+    if (!r.fits) return FailedPrecondition("does not fit on " + alloc.ToString(cluster) + ": " + r.reason);
+    return r.plan;
+  }
+
+  // Records the intent, then submits: a crash between the two leaves a
+  // `starting` job without a Slurm id, which Recover relaunches (or adopts,
+  // if Slurm has it under the job's name).
+  Status Launch(Tracked& t, const Allocation& alloc, const ParallelPlan& plan, SimTime now) {
+    std::error_code ec;
+    fs::create_directories(JobDir(t.id), ec);
+    fs::create_directories(CheckpointDir(t), ec);
+    if (ec) return Unavailable("cannot create " + CheckpointDir(t) + ": " + ec.message());
+    int launch = t.launch;
+    LaunchSpec ls;
+    ls.job_id = t.id;
+    ls.job_name = t.dspec.name;
+    ls.launch = launch;
+    ls.gpu_type = cluster.TypeName(alloc.type);
+    for (const Placement& p : alloc.parts) ls.nodes.push_back({inv.names[p.node], p.gpus});
+    ls.plan = plan;
+    ls.global_batch = t.dspec.global_batch;
+    ls.total_iterations = t.dspec.iterations;
+    ls.checkpoint_dir = CheckpointDir(t);
+    ls.checkpoint_interval_s = opt.checkpoint_interval_s;
+    ls.metrics_file = MetricsPath(t.id);
+    ls.rendezvous_addr = opt.rendezvous_addr.empty() ? inv.addrs[alloc.parts.front().node] : opt.rendezvous_addr;
+    ls.rendezvous_port = opt.rendezvous_port_base + static_cast<int>((t.id * 16 + launch) % 10000);
+    ls.argv = t.dspec.command;
+    ls.workdir = t.dspec.workdir;
+    ls.user_env = t.dspec.env;
+    std::string dir = JobDir(t.id);
+    std::string launch_file = dir + "/launch." + std::to_string(launch) + ".json";
+    std::string script = dir + "/batch." + std::to_string(launch) + ".sh";
+    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(launch_file, LaunchFileJson(ls)));
+    SubmitRequest req;
+    req.job_name = SlurmName(t.id);
+    req.gpu_type = inv.gres_types[alloc.parts.front().node];
+    for (const Placement& p : alloc.parts) req.nodes.push_back({inv.names[p.node], p.gpus});
+    req.working_dir = dir;
+    req.output_path = dir + "/slurm." + std::to_string(launch) + ".out";
+    req.batch_script = script;
+    req.requeue = false;  // tessel relaunches, from the job's checkpoint
+    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(
+        script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=1"}, launch_file, ExitPath(t.id, launch))));
+    fs::permissions(script, fs::perms::owner_all, fs::perm_options::add, ec);
+
+    StoredAllocation stored;
+    stored.gpu_type = ls.gpu_type;
+    stored.gpus = alloc.gpus();
+    for (const Placement& p : alloc.parts) stored.nodes.push_back(inv.names[p.node]);
+    stored.alloc_json = AllocJson(alloc, inv);
+    stored.plan_json = PlanJson(ls);
+    TESSEL_RETURN_IF_ERROR(store.SetAllocation(t.id, stored, now));
+    TESSEL_RETURN_IF_ERROR(store.AddCounters(t.id, CounterDelta{t.started ? 1 : 0, 0, 1}));
+    t.launch = launch + 1;
+    if (t.started) ++t.view.restarts;
+    SetState(t, JobState::kStarting, now, "launching on " + alloc.ToString(cluster) + " plan " + plan.ToString());
+    Result<SlurmJobId> id = slurm.Submit(req);
+    if (!id.ok()) {
+      // Not launched: back to pending; the policy decides again.
+      Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+      SetState(t, JobState::kPending, now, "sbatch failed: " + id.status().message());
+      t.view.alloc = Allocation{};
+      t.view.phase = JobPhase::kPending;
+      found.decide = true;
+      return Status::Ok();
+    }
+    TESSEL_RETURN_IF_ERROR(store.SetSlurmJob(t.id, std::to_string(*id)));
+    t.slurm_id = *id;
+    t.running = alloc;
+    t.plan = plan;
+    t.recent.clear();
+    t.view.alloc = alloc;
+    t.view.phase = JobPhase::kStarting;
+    t.view.alloc_since = now;
+    return Status::Ok();
+  }
+
+  // Asks the job to checkpoint and stop; relaunches on `next` once it has.
+  void Reconfigure(Tracked& t, const Allocation& next, std::optional<ParallelPlan> plan, SimTime now,
+                   const std::string& why) {
+    t.next = next;
+    t.next_plan = plan;
+    t.view.alloc = next;
+    t.view.phase = next.empty() ? JobPhase::kPending : JobPhase::kStarting;
+    t.view.alloc_since = now;
+    if (t.stop_asked == kNever && t.slurm_id) {
+      Status s = slurm.Signal(*t.slurm_id, "USR1");
+      if (!s.ok()) std::fprintf(stderr, "tessel serve: job %lld: %s\n", static_cast<long long>(t.id), s.ToString().c_str());
+      t.stop_asked = now;
+    }
+    SetState(t, JobState::kReconfiguring, now, why);
+  }
+
+  // --- a launch ended --------------------------------------------------------------
+
+  std::optional<int> ReadExit(int64_t id, int launch) const {
+    std::ifstream f(ExitPath(id, launch));
+    int rc;
+    if (f >> rc) return rc;
+    return std::nullopt;
+  }
+
+  // `slurm_state`: how Slurm last showed the job (kUnknown: it forgot it).
+  void Ended(Tracked& t, SimTime now, SlurmJobState slurm_state) {
+    ReadMetrics(t, now);
+    std::optional<int> rc = ReadExit(t.id, t.launch - 1);
+    bool node_lost = slurm_state == SlurmJobState::kNodeFail || slurm_state == SlurmJobState::kBootFail;
+    t.slurm_id.reset();
+    Warn(store.SetSlurmJob(t.id, std::nullopt));
+    t.running = Allocation{};
+    t.stop_asked = kNever;
+    bool by_us = t.cancelled_for_timeout;
+    t.cancelled_for_timeout = false;
+    found.decide = true;
+    if (rc && *rc == 0) {
+      Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+      SetState(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
+      Drop(t);
+      return;
+    }
+    bool checkpointed = rc && *rc == kExitCheckpointed;
+    if (!checkpointed && !by_us && !node_lost && t.next == std::nullopt) {
+      ++t.failures;
+      Warn(store.AddCounters(t.id, CounterDelta{0, 1, 0}));
+      if (t.failures >= opt.max_failures) {
+        Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+        SetState(t, JobState::kFailed, now,
+                 "launch " + std::to_string(t.launch - 1) + " ended with " +
+                     (rc ? "exit code " + std::to_string(*rc) : std::string("Slurm state ") + SlurmJobStateName(slurm_state)) + " (" +
+                     std::to_string(t.failures) + " failures; see " + JobDir(t.id) + "/slurm.*.out)");
+        Drop(t);
+        return;
+      }
+    }
+    if (node_lost) {
+      Warn(store.AddCounters(t.id, CounterDelta{0, 1, 0}));
+    }
+    // Relaunch where the policy said, or wait for its next decision.
+    if (t.next && !t.next->empty()) {
+      Allocation next = *t.next;
+      std::optional<ParallelPlan> plan = t.next_plan;
+      t.next.reset();
+      t.next_plan.reset();
+      Result<ParallelPlan> p = plan ? Result<ParallelPlan>(*plan) : PlanFor(t, next, nullptr);
+      bool free_now = true;
+      for (const Placement& part : next.parts) free_now &= up[part.node] != 0;
+      if (p.ok() && free_now) {
+        Status s = Launch(t, next, *p, now);
+        if (s.ok()) return;
+      }
+    }
+    t.next.reset();
+    t.next_plan.reset();
+    Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+    std::string why = checkpointed ? "stopped at a checkpoint" : node_lost ? "lost its node" :
+                      by_us       ? "cancelled after not stopping in time" :
+                                    "launch ended with " + (rc ? "exit code " + std::to_string(*rc) : "no exit code");
+    SetState(t, JobState::kPending, now, why + "; waiting for GPUs");
+    t.view.alloc = Allocation{};
+    t.view.phase = JobPhase::kPending;
+    t.view.alloc_since = now;
+  }
+
+  // --- what jobs report -----------------------------------------------------------
+
+  void ReadMetrics(Tracked& t, SimTime now) {
+    Result<MetricsUpdate> u = t.metrics->Read();
+    if (!u.ok() || u->steps.empty()) return;
+    std::vector<StepSample> samples;
+    std::string type = t.running.empty() ? "" : cluster.TypeName(t.running.type);
+    for (const MetricsStep& s : u->steps) {
+      StepSample o;
+      o.time_us = s.time_s > 0 ? static_cast<int64_t>(s.time_s * 1e6) : now;
+      o.gpu_type = type;
+      o.gpus = t.running.gpus();
+      o.step = s.step;
+      o.step_time_s = s.step_time_s;
+      o.samples = s.samples;
+      o.profile = s.profile;
+      samples.push_back(o);
+      if (!s.profile) {
+        t.last_step = std::max(t.last_step, s.step);
+        t.recent.push_back(s.step_time_s);
+      }
+    }
+    Warn(store.AddStepTimes(t.id, samples).status());
+    t.view.done_iterations = std::min(t.view.total_iterations, static_cast<double>(t.last_step));
+    if (t.recent.size() > static_cast<size_t>(kCorrectionWindow))
+      t.recent.erase(t.recent.begin(), t.recent.end() - kCorrectionWindow);
+    Correct(t);
+  }
+
+  // The belief's correction for this job on its type: measured / estimated
+  // step time over the latest steps (the first step of a launch is warm-up
+  // and skipped when there are others).
+  void Correct(Tracked& t) {
+    if (t.running.empty() || t.recent.size() < 3) return;
+    std::vector<double> v(t.recent.begin() + 1, t.recent.end());
+    std::sort(v.begin(), v.end());
+    double median = v[v.size() / 2];
+    belief.SetFactor(t.spec.id, t.running.type, 1.0);  // the base estimate
+    const JobRate& r = belief.Rate(t.spec, t.running.type, t.running.gpus(), t.running.nodes());
+    if (!r.fits || r.iteration_time_s <= 0) return;
+    double factor = median / r.iteration_time_s;
+    if (!std::isfinite(factor) || factor <= 0) return;
+    belief.SetFactor(t.spec.id, t.running.type, factor);
+    Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(t.running.type), factor, static_cast<int64_t>(v.size())}));
+  }
+
+  // --- polling ----------------------------------------------------------------------
+
+  Status Poll(SimTime now) {
+    auto nodes = slurm.ListNodes();
+    if (!nodes.ok()) return nodes.status();
+    std::map<std::string, const SlurmNode*> by_name;
+    for (const SlurmNode& n : *nodes) by_name[n.name] = &n;
+    std::vector<NodeStatus> statuses;
+    for (size_t i = 0; i < inv.names.size(); ++i) {
+      auto it = by_name.find(inv.names[i]);
+      bool ok = it != by_name.end() && it->second->Usable();
+      if (ok != (up[i] != 0)) {
+        up[i] = ok ? 1 : 0;
+        found.decide = true;
+        if (!ok) NodeLost(static_cast<int>(i), now, it == by_name.end() ? "gone" : it->second->StateString());
+      }
+      slurm_used[i] = 0;
+      NodeStatus st;
+      st.name = inv.names[i];
+      st.gpu_type = cluster.TypeName(cluster.nodes()[i].type);
+      st.gres_type = inv.gres_types[i];
+      st.gpus = cluster.nodes()[i].gpus;
+      if (it != by_name.end()) {
+        for (const SlurmGpus& g : it->second->gpus) slurm_used[i] += g.used;
+        st.gpus_used = slurm_used[i];
+        st.state = Lower(it->second->StateString());
+      } else {
+        st.state = "gone";
+      }
+      statuses.push_back(st);
+    }
+    auto sjobs = slurm.ListJobs(kNamePrefix);
+    if (!sjobs.ok()) return sjobs.status();
+    std::map<SlurmJobId, const SlurmJob*> by_id;
+    for (const SlurmJob& j : *sjobs) by_id[j.id] = &j;
+    std::vector<Tracked*> list;
+    for (auto& [id, t] : jobs) list.push_back(t.get());
+    for (Tracked* t : list) {
+      if (!t->slurm_id) continue;
+      auto it = by_id.find(*t->slurm_id);
+      if (it == by_id.end() || IsFinished(it->second->state)) {
+        Ended(*t, now, it == by_id.end() ? SlurmJobState::kUnknown : it->second->state);
+        continue;
+      }
+      if (it->second->state == SlurmJobState::kRunning && t->state == JobState::kStarting) {
+        t->started = true;
+        if (t->view.first_start == kNever) t->view.first_start = now;
+        t->view.phase = JobPhase::kRunning;
+        SetState(*t, JobState::kRunning, now, "running as Slurm job " + std::to_string(*t->slurm_id));
+      }
+      if (t->stop_asked != kNever && now - t->stop_asked > opt.stop_timeout && !t->cancelled_for_timeout) {
+        Warn(slurm.Cancel(*t->slurm_id));
+        t->cancelled_for_timeout = true;
+      }
+      ReadMetrics(*t, now);
+    }
+    // Slurm jobs named after a tessel job tessel no longer runs: orphans.
+    for (const SlurmJob& j : *sjobs) {
+      if (IsFinished(j.state)) continue;
+      int64_t id = IdFromName(j.name);
+      if (id < 0) continue;
+      auto it = jobs.find(id);
+      if (it == jobs.end() || it->second->slurm_id != j.id) Warn(slurm.Cancel(j.id));
+    }
+    std::map<std::string, int64_t> by_type;
+    for (auto& [id, t] : jobs) {
+      if (!t->view.alloc.empty()) by_type[cluster.TypeName(t->view.alloc.type)] += t->view.alloc.gpus();
+    }
+    std::lock_guard<std::mutex> lock(status_mu);
+    node_status = std::move(statuses);
+    allocated_by_type = std::move(by_type);
+    return Status::Ok();
+  }
+
+  // A node was drained or went down: its jobs checkpoint and wait for the
+  // policy to place them elsewhere (a down node's jobs are gone; Slurm ends
+  // them and they relaunch from their last checkpoint).
+  void NodeLost(int node, SimTime now, const std::string& state) {
+    for (auto& [id, t] : jobs) {
+      bool here = false;
+      for (const Placement& p : t->view.alloc.parts) here |= p.node == node;
+      for (const Placement& p : t->running.parts) here |= p.node == node;
+      if (!here) continue;
+      if (t->slurm_id) {
+        Reconfigure(*t, Allocation{}, std::nullopt, now, "node " + inv.names[node] + " is " + Lower(state));
+      } else {
+        t->view.alloc = Allocation{};
+        t->view.phase = JobPhase::kPending;
+      }
+    }
+  }
+
+  void DrainInbox(SimTime now) {
+    std::vector<int64_t> sub, can;
+    {
+      std::lock_guard<std::mutex> lock(inbox_mu);
+      sub.swap(inbox_submitted);
+      can.swap(inbox_cancelled);
+    }
+    for (int64_t id : sub) {
+      if (jobs.count(id)) continue;
+      ++processed;
+      auto t = Load(id);
+      if (!t.ok()) {
+        Warn(store.Transition(id, JobState::kFailed, now, "cannot load: " + t.status().message()));
+        continue;
+      }
+      Activate(**t);
+    }
+    for (int64_t id : can) {
+      ++processed;
+      auto it = jobs.find(id);
+      if (it == jobs.end()) continue;
+      Tracked& t = *it->second;
+      if (t.slurm_id) Warn(slurm.Cancel(*t.slurm_id));
+      Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+      Drop(t);
+    }
+  }
+
+  void ComputeFree() {
+    std::vector<int> ours(free.size(), 0), ours_running(free.size(), 0);
+    for (auto& [id, t] : jobs) {
+      for (const Placement& p : t->view.alloc.parts) ours[p.node] += p.gpus;
+      for (const Placement& p : t->running.parts) ours_running[p.node] += p.gpus;
+    }
+    for (size_t i = 0; i < free.size(); ++i) {
+      int foreign = std::max(0, slurm_used[i] - ours_running[i]);
+      free[i] = up[i] ? std::max(0, cluster.nodes()[i].gpus - ours[i] - foreign) : 0;
+    }
+  }
+
+  Tracked* ByIndex(int index) {
+    for (auto& [id, t] : jobs)
+      if (t->view.index == index) return t.get();
+    return nullptr;
+  }
+};
+
+SlurmBackend::SlurmBackend(SlurmClient& slurm, Store& store, const SlurmInventory& inventory,
+                           CorrectedThroughput& belief, const PolicyTraits& traits, SlurmBackendOptions options)
+    : impl_(std::make_unique<Impl>(slurm, store, inventory, belief, traits, std::move(options))) {}
+
+SlurmBackend::~SlurmBackend() = default;
+
+void SlurmBackend::Submitted(int64_t id) {
+  std::lock_guard<std::mutex> lock(impl_->inbox_mu);
+  impl_->inbox_submitted.push_back(id);
+}
+
+void SlurmBackend::CancelRequested(int64_t id) {
+  std::lock_guard<std::mutex> lock(impl_->inbox_mu);
+  impl_->inbox_cancelled.push_back(id);
+}
+
+Status SlurmBackend::Recover(SimTime now) {
+  Impl& m = *impl_;
+  auto rows = m.store.Jobs(JobFilter{std::nullopt, /*include_terminal=*/false});
+  if (!rows.ok()) return rows.status();
+  auto sjobs = m.slurm.ListJobs(kNamePrefix);
+  if (!sjobs.ok()) return sjobs.status();
+  // Live Slurm jobs per tessel id.
+  std::map<int64_t, std::vector<const SlurmJob*>> live;
+  for (const SlurmJob& j : *sjobs) {
+    int64_t id = IdFromName(j.name);
+    if (id >= 0 && !IsFinished(j.state)) live[id].push_back(&j);
+  }
+  std::set<int64_t> kept;
+  for (const StoredJob& row : *rows) {
+    auto loaded = m.Load(row.id);
+    if (!loaded.ok()) {
+      m.Warn(m.store.Transition(row.id, JobState::kFailed, now, "cannot reload: " + loaded.status().message()));
+      continue;
+    }
+    Tracked& t = **loaded;
+    kept.insert(row.id);
+    // Which Slurm job is this tessel job's: the stored one if Slurm runs it,
+    // else the one under its name (a crash between sbatch and the store).
+    const SlurmJob* mine = nullptr;
+    for (const SlurmJob* j : live[row.id]) {
+      if (row.slurm_job_id && std::to_string(j->id) == *row.slurm_job_id) mine = j;
+    }
+    if (mine == nullptr && !live[row.id].empty() && !row.slurm_job_id) mine = live[row.id].back();
+    for (const SlurmJob* j : live[row.id]) {
+      if (j != mine) m.Warn(m.slurm.Cancel(j->id));  // never two Slurm jobs for one tessel job
+    }
+    bool had_alloc = row.allocation.gpus > 0;
+    if (mine != nullptr && had_alloc) {
+      auto alloc = AllocFromJson(row.allocation.alloc_json, row.allocation.gpu_type, m.inv);
+      if (alloc.ok()) {
+        t.slurm_id = mine->id;
+        m.Warn(m.store.SetSlurmJob(t.id, std::to_string(mine->id)));
+        t.running = *alloc;
+        t.view.alloc = *alloc;
+        t.view.phase = mine->state == SlurmJobState::kRunning ? JobPhase::kRunning : JobPhase::kStarting;
+        if (t.state == JobState::kReconfiguring) t.stop_asked = now;  // it was asked to stop: wait for it
+        t.recent.clear();
+        m.Activate(t);
+        continue;
+      }
+      m.Warn(m.slurm.Cancel(mine->id));
+    } else if (mine != nullptr) {
+      m.Warn(m.slurm.Cancel(mine->id));
+    }
+    if (row.slurm_job_id && mine == nullptr && had_alloc) {
+      // It ended while the daemon was down: learn how from its exit file.
+      auto alloc = AllocFromJson(row.allocation.alloc_json, row.allocation.gpu_type, m.inv);
+      if (alloc.ok()) t.running = *alloc;
+      m.Activate(t);
+      m.Ended(t, now, SlurmJobState::kUnknown);
+      continue;
+    }
+    // Nothing runs: it waits for the policy.
+    if (had_alloc) m.Warn(m.store.SetAllocation(t.id, StoredAllocation{}, now));
+    if (row.slurm_job_id) m.Warn(m.store.SetSlurmJob(t.id, std::nullopt));
+    t.slurm_id.reset();
+    if (t.state != JobState::kPending) m.SetState(t, JobState::kPending, now, "daemon restarted; relaunching");
+    m.Activate(t);
+  }
+  // Slurm jobs of tessel jobs that are finished or unknown: orphans.
+  for (const auto& [id, list] : live) {
+    if (kept.count(id)) continue;
+    for (const SlurmJob* j : list) m.Warn(m.slurm.Cancel(j->id));
+  }
+  return Status::Ok();
+}
+
+SimTime SlurmBackend::NextEvent() const { return impl_->next_poll; }
+
+Result<BackendEvents> SlurmBackend::Advance(SimTime now) {
+  Impl& m = *impl_;
+  m.DrainInbox(now);
+  if (now >= m.next_poll) {
+    ++m.processed;
+    Status s = m.Poll(now);
+    m.next_poll = now + m.opt.poll_interval;
+    if (!s.ok()) std::fprintf(stderr, "tessel serve: polling Slurm: %s\n", s.ToString().c_str());
+  }
+  // What Recover, the inbox and the poll found since the last call.
+  BackendEvents out = m.found;
+  m.found = BackendEvents{};
+  return out;
+}
+
+void SlurmBackend::Observe(SimTime now, Snapshot* snap) {
+  Impl& m = *impl_;
+  m.ComputeFree();
+  // Attained service (GPU-seconds held) up to now.
+  for (auto& [id, t] : m.jobs) {
+    JobView& v = t->view;
+    if (t->touched != kNever && !t->running.empty()) {
+      double gpu_s = ToSeconds(std::max<SimTime>(0, now - t->touched)) * t->running.gpus();
+      v.attained_gpu_s += gpu_s;
+      v.attained_gpu_s_by_type[t->running.type] += gpu_s;
+    }
+    t->touched = now;
+  }
+  snap->now = now;
+  snap->cluster = &m.cluster;
+  snap->free_gpus = m.free;
+  snap->node_up = m.up;
+  snap->jobs = m.active;
+  snap->belief = &m.belief;
+}
+
+Status SlurmBackend::Apply(const Decision& d, SimTime now) {
+  Impl& m = *impl_;
+  for (const auto& [idx, why] : d.reject) {
+    Tracked* t = m.ByIndex(idx);
+    if (t == nullptr) continue;
+    if (t->slurm_id) m.Warn(m.slurm.Cancel(*t->slurm_id));
+    m.Warn(m.store.SetAllocation(t->id, StoredAllocation{}, now));
+    m.SetState(*t, JobState::kFailed, now, "rejected by the policy: " + why);
+    m.Drop(*t);
+  }
+  std::map<int, const std::vector<PlanChoice>*> plans;
+  for (const auto& [idx, set] : d.plans) plans[idx] = &set;
+  for (const auto& [idx, alloc] : d.assign) {
+    Tracked* t = m.ByIndex(idx);
+    if (t == nullptr || t->view.alloc == alloc) continue;  // idempotent
+    auto pit = plans.find(idx);
+    const std::vector<PlanChoice>* set = pit == plans.end() ? nullptr : pit->second;
+    std::optional<ParallelPlan> plan;
+    if (!alloc.empty()) {
+      Result<ParallelPlan> p = m.PlanFor(*t, alloc, set);
+      if (!p.ok()) {
+        m.SetState(*t, JobState::kFailed, now, p.status().message());
+        m.Drop(*t);
+        continue;
+      }
+      plan = *p;
+    }
+    if (t->slurm_id) {
+      m.Reconfigure(*t, alloc, plan, now,
+                    alloc.empty() ? "suspended by the policy" : "moving to " + alloc.ToString(m.cluster));
+    } else if (!alloc.empty()) {
+      TESSEL_RETURN_IF_ERROR(m.Launch(*t, alloc, *plan, now));
+    }
+  }
+  return Status::Ok();
+}
+
+bool SlurmBackend::HasActiveJobs() const { return !impl_->active.empty(); }
+
+std::string SlurmBackend::Outstanding() const { return std::to_string(impl_->jobs.size()) + " jobs tracked"; }
+
+int64_t SlurmBackend::events() const { return impl_->processed; }
+
+std::vector<NodeStatus> SlurmBackend::NodeStatuses() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->node_status;
+}
+
+std::map<std::string, int64_t> SlurmBackend::GpusAllocatedByType() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->allocated_by_type;
+}
+
+}  // namespace tessel
