@@ -146,7 +146,7 @@ struct Tracked {
   std::optional<Allocation> next;
   std::optional<ParallelPlan> next_plan;
   SimTime stop_asked = kNever;
-  bool cancelled_for_timeout = false;
+  bool cancelled_by_us = false;
   std::unique_ptr<MetricsTail> metrics;
   std::vector<double> recent;  // latest step times on the running allocation
   int64_t last_step = -1;
@@ -371,8 +371,13 @@ struct SlurmBackend::Impl {
     t.view.phase = next.empty() ? JobPhase::kPending : JobPhase::kStarting;
     t.view.alloc_since = now;
     if (t.stop_asked == kNever && t.slurm_id) {
-      Status s = slurm.Signal(*t.slurm_id, "USR1");
-      if (!s.ok()) std::fprintf(stderr, "tessel serve: job %lld: %s\n", static_cast<long long>(t.id), s.ToString().c_str());
+      if (t.state == JobState::kStarting) {
+        // Not running yet: nothing to checkpoint.
+        Warn(slurm.Cancel(*t.slurm_id));
+        t.cancelled_by_us = true;
+      } else {
+        Warn(slurm.Signal(*t.slurm_id, "USR1"));
+      }
       t.stop_asked = now;
     }
     SetState(t, JobState::kReconfiguring, now, why);
@@ -396,8 +401,8 @@ struct SlurmBackend::Impl {
     Warn(store.SetSlurmJob(t.id, std::nullopt));
     t.running = Allocation{};
     t.stop_asked = kNever;
-    bool by_us = t.cancelled_for_timeout;
-    t.cancelled_for_timeout = false;
+    bool by_us = t.cancelled_by_us;
+    t.cancelled_by_us = false;
     found.decide = true;
     if (rc && *rc == 0) {
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
@@ -544,9 +549,9 @@ struct SlurmBackend::Impl {
         t->view.phase = JobPhase::kRunning;
         SetState(*t, JobState::kRunning, now, "running as Slurm job " + std::to_string(*t->slurm_id));
       }
-      if (t->stop_asked != kNever && now - t->stop_asked > opt.stop_timeout && !t->cancelled_for_timeout) {
+      if (t->stop_asked != kNever && now - t->stop_asked > opt.stop_timeout && !t->cancelled_by_us) {
         Warn(slurm.Cancel(*t->slurm_id));
-        t->cancelled_for_timeout = true;
+        t->cancelled_by_us = true;
       }
       ReadMetrics(*t, now);
     }

@@ -1,0 +1,183 @@
+// The Slurm backend's logic against recorded Slurm 22.05 outputs
+// (testdata/slurm/), with FakeCommandRunner checking every command it runs.
+#include "cluster/slurm_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cluster/fake_command_runner.h"
+#include "workload/job_spec.h"
+#include "policy/policy_test_util.h"
+
+namespace tessel {
+namespace {
+namespace fs = std::filesystem;
+
+std::string Recorded(const std::string& name) {
+  std::ifstream f(std::string(TESSEL_SOURCE_DIR) + "/src/cluster/testdata/slurm/" + name);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The recorded busy queue with job 1 renamed `tessel-<id>` (and the
+// heterogeneous job 2/3 renamed `tessel-<other>`).
+std::string QueueWith(int64_t id, int64_t other) {
+  nlohmann::json q = nlohmann::json::parse(Recorded("squeue_busy.json"));
+  for (auto& j : q["jobs"]) {
+    if (j["job_id"] == 1) j["name"] = "tessel-" + std::to_string(id);
+    if (j["job_id"] == 2 || j["job_id"] == 3) j["name"] = "tessel-" + std::to_string(other);
+  }
+  return q.dump();
+}
+
+const std::map<std::string, std::string> kGpuMap = {{"a100", "a100-80g"}, {"v100", "v100-32g"}};
+
+class SlurmBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/slurm_backend_test_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    store_ = Store::Open(dir_ + "/tessel.db").value();
+    SlurmClient client(fake_);
+    fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+    auto nodes = client.ListNodes();
+    ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+    auto inv = DiscoverInventory(*nodes, kGpuMap);
+    ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+    inv_ = std::make_unique<SlurmInventory>(std::move(*inv));
+  }
+
+  // A stored job from a valid spec of the example job.
+  int64_t AddJob(int gpus) {
+    std::string spec = "name: t\nmodel: gpt3-350m\nglobal_batch: 8\niterations: 10\ncommand: [/bin/true]\ngpus: " +
+                       std::to_string(gpus) + "\n";
+    auto parsed = ParseJobSpec(spec, "t.yaml", dir_);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    NewJob n;
+    n.name = "t";
+    n.user = "alice";
+    n.spec_yaml = spec;
+    n.spec_json = DaemonJobSpecToJson(*parsed);
+    n.submitted_us = Seconds(1);
+    return store_->AddJob(n).value();
+  }
+
+  SlurmBackendOptions Options() {
+    SlurmBackendOptions o;
+    o.state_dir = dir_;
+    o.tessel_binary = "/opt/tessel";
+    return o;
+  }
+
+  std::string dir_;
+  FakeCommandRunner fake_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<SlurmInventory> inv_;
+};
+
+TEST_F(SlurmBackendTest, DiscoversTypedNodesAndRefusesUnknownGpuTypes) {
+  const Cluster& c = inv_->cluster;
+  EXPECT_EQ(c.nodes().size(), 8u);
+  EXPECT_EQ(c.total_gpus(), 16);
+  ASSERT_GE(c.FindType("a100-80g"), 0);
+  ASSERT_GE(c.FindType("v100-32g"), 0);
+  EXPECT_EQ(inv_->names.front(), "n1");
+  EXPECT_EQ(inv_->gres_types.front(), "a100");
+  SlurmClient client(fake_);
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  auto bad = DiscoverInventory(client.ListNodes().value(), {{"v100", "v100-32g"}, {"a100", "no-such-gpu"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--gpu-map a100=<catalog name>"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST_F(SlurmBackendTest, RecoverCancelsSlurmJobsTesselNoLongerWants) {
+  // Job a: pending in the store, with a Slurm job under its name that the
+  // store never recorded (the daemon died between sbatch and the store):
+  // without a recorded allocation it cannot be adopted, so it is cancelled
+  // and the job waits. Job b: finished in the store, but Slurm still runs a
+  // job under its name: an orphan.
+  int64_t a = AddJob(2);
+  int64_t b = AddJob(1);
+  ASSERT_TRUE(store_->Transition(b, JobState::kCancelled, Seconds(2), "by alice").ok());
+  fake_.Expect({"squeue", "--json"}).Stdout(QueueWith(a, b));
+  fake_.Expect({"scancel", "1"});
+  fake_.Expect({"scancel", "2"});
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmClient client(fake_);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  EXPECT_TRUE(backend.HasActiveJobs());
+  EXPECT_EQ(store_->Job(a)->state, JobState::kPending);
+}
+
+TEST_F(SlurmBackendTest, LaunchesExactlyTheAllocationAndFinishesFromTheExitFile) {
+  int64_t id = AddJob(3);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  // The first poll sees the idle cluster and the pending job.
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  auto ev = backend.Advance(Seconds(11));
+  ASSERT_TRUE(ev.ok());
+  EXPECT_TRUE(ev->decide);
+  Snapshot snap;
+  backend.Observe(Seconds(11), &snap);
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  EXPECT_EQ(snap.free_gpus[0], 2);
+  // 2 GPUs on n1 and 1 on n2: a heterogeneous Slurm job, one component per node.
+  int a100 = inv_->cluster.FindType("a100-80g");
+  Allocation alloc{a100, {{0, 2}, {1, 1}}};
+  Decision d;
+  d.assign = {{snap.jobs[0]->index, alloc}};
+  std::string jd = dir_ + "/jobs/" + std::to_string(id);
+  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--chdir=" + jd,
+                "--output=" + jd + "/slurm.0.out", "--export=ALL", "--nodes=1", "--nodelist=n1",
+                "--ntasks-per-node=2", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue", ":",
+                "--nodes=1", "--nodelist=n2", "--ntasks-per-node=1", "--gpus-per-task=a100:1",
+                "--gpu-bind=per_task:1", "--no-requeue", jd + "/batch.0.sh"})
+      .Stdout("77\n");
+  ASSERT_TRUE(backend.Apply(d, Seconds(11)).ok());
+  auto row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kStarting);
+  EXPECT_EQ(row.slurm_job_id, "77");
+  EXPECT_EQ(row.allocation.gpus, 3);
+  EXPECT_EQ(row.allocation.nodes, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(row.launch_count, 1);
+  // Applying the same decision again changes nothing (no second sbatch).
+  backend.Observe(Seconds(12), &snap);
+  ASSERT_TRUE(backend.Apply(d, Seconds(12)).ok());
+  // The launch file carries the plan; the batch script only our paths.
+  std::ifstream lf(jd + "/launch.0.json");
+  nlohmann::json launch = nlohmann::json::parse(lf);
+  EXPECT_EQ(launch["argv"][0], "/bin/true");
+  EXPECT_EQ(launch["env"]["TESSEL_WORLD_SIZE"], "3");
+  EXPECT_EQ(launch["env"]["TESSEL_JOB_ID"], std::to_string(id));
+  // Slurm forgets the job; its exit file says 0: completed.
+  std::ofstream(jd + "/exit.0") << "0\n";
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(20)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kCompleted);
+  EXPECT_FALSE(backend.HasActiveJobs());
+  auto history = store_->History(id).value();
+  std::vector<JobState> states;
+  for (const auto& t : history) states.push_back(t.to);
+  EXPECT_EQ(states, (std::vector<JobState>{JobState::kPending, JobState::kStarting, JobState::kCompleted}));
+}
+
+}  // namespace
+}  // namespace tessel
