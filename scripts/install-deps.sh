@@ -9,7 +9,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libglpk-dev gnuplot-nox
-  libsqlite3-dev libcpp-httplib-dev
+  libsqlite3-dev libcpp-httplib-dev curl
   munge slurmctld slurmd slurm-client
   python3-torch
 )
