@@ -111,7 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "error: --search: unknown mode 'random'; known: full, grid"},
         BadInput{"yaml_missing", With({"plan", "--model", "/nonexistent/m.yaml"}),
                  "error: --model: cannot open '/nonexistent/m.yaml'"},
-        BadInput{"unknown_command", {"schedule"}, "commands: gpus nodes models estimate plan accuracy calibrate clusters policies gen-trace simulate compare"}),
+        BadInput{"unknown_command", {"schedule"}, "commands: gpus node-types models estimate plan accuracy calibrate clusters policies gen-trace simulate "
+                 "compare submit jobs job cancel nodes loadtest"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Cli, CatalogCommands) {
@@ -122,7 +123,7 @@ TEST(Cli, CatalogCommands) {
   ASSERT_EQ(m.code, 0);
   auto j = nlohmann::json::parse(m.out);
   EXPECT_GT(j.size(), 40u);
-  Out n = RunTessel({"nodes"});
+  Out n = RunTessel({"node-types"});
   EXPECT_NE(n.out.find("dgx-h100"), std::string::npos);
 }
 

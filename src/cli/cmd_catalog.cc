@@ -1,4 +1,4 @@
-// `tessel gpus`, `tessel nodes`, `tessel models`: the catalogs as tables or
+// `tessel gpus`, `tessel node-types`, `tessel models`: the catalogs as tables or
 // JSON.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -53,7 +53,7 @@ CommandAction SetupGpus(CLI::App& app, CommandIo io) {
   };
 }
 
-CommandAction SetupNodes(CLI::App& app, CommandIo io) {
+CommandAction SetupNodeTypes(CLI::App& app, CommandIo io) {
   auto json = std::make_shared<bool>(false);
   app.add_flag("--json", *json, "Print JSON");
   return [io, json] {

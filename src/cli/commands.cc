@@ -8,7 +8,7 @@ namespace tessel {
 const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec> table = {
       {"gpus", "List the GPU catalog (memory, bandwidth, peak TFLOP/s, links)", SetupGpus},
-      {"nodes", "List node types (GPUs per node, intra-node fabric, network)", SetupNodes},
+      {"node-types", "List node types (GPUs per node, intra-node fabric, network)", SetupNodeTypes},
       {"models", "List the model catalog (shapes, parameters)", SetupModels},
       {"estimate", "Estimate one parallel plan: time, throughput, memory, breakdown", SetupEstimate},
       {"plan", "Search parallel plans (full search or an Arena grid) and rank them", SetupPlan},
@@ -20,6 +20,13 @@ const std::vector<CommandSpec>& Commands() {
        SetupGenTrace},
       {"simulate", "Simulate a policy on a cluster and a trace: JCTs, queueing, utilisation, plots", SetupSimulate},
       {"compare", "Simulate several policies on the same cluster and trace, side by side", SetupCompare},
+      {"submit", "Submit a job spec to a tessel server; prints the job's id", SetupSubmit},
+      {"jobs", "List your jobs on a tessel server (--all: finished ones too)", SetupJobs},
+      {"job", "Show one job on a tessel server: state history, step times, corrections", SetupJob},
+      {"cancel", "Cancel a job on a tessel server", SetupCancel},
+      {"nodes", "List a tessel server's nodes: GPU type, used/free GPUs, state", SetupClientNodes},
+      {"loadtest", "Benchmark a running tessel server's API: submissions and status queries", SetupLoadtest},
+      {"serve", "Run the tessel daemon on Slurm: accept jobs over HTTP, schedule, launch, reconfigure", SetupServe},
       {"job-exec", "Internal: run a launched job's task from its launch file (what srun runs)", SetupJobExec},
   };
   return table;
@@ -28,8 +35,8 @@ const std::vector<CommandSpec>& Commands() {
 int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   CLI::App app{"tessel: a scheduler for training large models on heterogeneous GPU clusters.\n"
                "Estimates and plans parallel training (data/tensor/pipeline parallelism,\n"
-               "micro-batching, recomputation, ZeRO) for a model on a GPU type, and simulates\n"
-               "scheduling policies on a cluster and a trace."};
+               "micro-batching, recomputation, ZeRO) for a model on a GPU type, simulates\n"
+               "scheduling policies on a cluster and a trace, and is the client of `tessel serve`."};
   app.name(args.empty() ? "tessel" : args[0]);
   app.require_subcommand(1);
   app.set_version_flag("--version", "tessel 0.1.0");

@@ -36,7 +36,7 @@ int RunCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
 
 // Per-command setup functions (one file each).
 CommandAction SetupGpus(CLI::App& app, CommandIo io);
-CommandAction SetupNodes(CLI::App& app, CommandIo io);
+CommandAction SetupNodeTypes(CLI::App& app, CommandIo io);
 CommandAction SetupModels(CLI::App& app, CommandIo io);
 CommandAction SetupEstimate(CLI::App& app, CommandIo io);
 CommandAction SetupPlan(CLI::App& app, CommandIo io);
@@ -48,5 +48,13 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io);
 CommandAction SetupSimulate(CLI::App& app, CommandIo io);
 CommandAction SetupCompare(CLI::App& app, CommandIo io);
 CommandAction SetupJobExec(CLI::App& app, CommandIo io);
+// The clients of `tessel serve` (cmd_client.cc) and its benchmark.
+CommandAction SetupSubmit(CLI::App& app, CommandIo io);
+CommandAction SetupJobs(CLI::App& app, CommandIo io);
+CommandAction SetupJob(CLI::App& app, CommandIo io);
+CommandAction SetupCancel(CLI::App& app, CommandIo io);
+CommandAction SetupClientNodes(CLI::App& app, CommandIo io);
+CommandAction SetupLoadtest(CLI::App& app, CommandIo io);
+CommandAction SetupServe(CLI::App& app, CommandIo io);
 
 }  // namespace tessel

@@ -46,7 +46,7 @@ Result<ModelSpec> ModelFlags::Resolve() const {
 void TopologyFlags::Add(CLI::App& app) {
   app.add_option("--gpu", gpu, "GPU type (see `tessel gpus`)")->required();
   app.add_option("--gpus-per-node", gpus_per_node,
-                 "GPUs per node (default: the GPU's usual node type, see `tessel nodes`)");
+                 "GPUs per node (default: the GPU's usual node type, see `tessel node-types`)");
   app.add_option("--network-gbps", network_gbps,
                  "Network bandwidth per node, Gb/s, all NICs together (default: the node type's)");
 }

@@ -1,0 +1,50 @@
+// The daemon's Prometheus metrics (GET /metrics): the service's figures
+// plus the API's own request counts, in the text exposition format 0.0.4
+// (https://prometheus.io/docs/instrumenting/exposition_formats/):
+//
+//   tessel_queue_length                    gauge    pending + profiling jobs
+//   tessel_jobs{state}                     gauge    jobs by state
+//   tessel_gpus_allocated{gpu_type}        gauge    GPUs tessel's jobs hold
+//   tessel_decisions_total                 counter  scheduling decisions
+//   tessel_decision_seconds_{sum,count}    summary  time spent deciding
+//   tessel_last_decision_seconds           gauge    the latest decision's time
+//   tessel_restarts_total                  counter  job restarts
+//   tessel_failures_total                  counter  job failures
+//   tessel_api_requests_total{code}        counter  HTTP requests by status,
+//                                                    401s and 404s included
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/service.h"
+
+namespace tessel {
+
+// HTTP responses by status code. Thread-safe.
+class RequestCounter {
+ public:
+  void Count(int code);
+  // (code, count), by code.
+  std::vector<std::pair<int, int64_t>> Snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<int, int64_t> by_code_;
+};
+
+// The exposition text: each family with HELP and TYPE lines, then its
+// samples `name{label="value"} number`. Label values are escaped (\\, \",
+// \n); numbers are shortest round-trip decimals, NaN and +Inf/-Inf spelled
+// as Prometheus reads them.
+std::string RenderMetrics(const ServiceMetrics& m, const std::vector<std::pair<int, int64_t>>& requests_by_code);
+
+// A label value with backslash, double quote and newline escaped.
+std::string EscapeLabelValue(std::string_view value);
+
+}  // namespace tessel
