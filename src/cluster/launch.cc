@@ -16,9 +16,10 @@ std::string PlanJson(const LaunchSpec& s) {
   nlohmann::ordered_json j;
   j["gpu_type"] = s.gpu_type;
   j["gpus"] = s.tasks();
-  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-  for (const auto& [node, gpus] : s.nodes) nodes.push_back({{"node", node}, {"gpus", gpus}});
-  j["nodes"] = nodes;
+  j["nodes"] = static_cast<int>(s.nodes.size());
+  nlohmann::ordered_json placement = nlohmann::ordered_json::array();
+  for (const auto& [node, gpus] : s.nodes) placement.push_back({{"node", node}, {"gpus", gpus}});
+  j["placement"] = placement;
   j["dp"] = s.plan.dp;
   j["tp"] = s.plan.tp;
   j["pp"] = s.plan.pp;
@@ -26,7 +27,7 @@ std::string PlanJson(const LaunchSpec& s) {
   j["num_micro_batches"] = s.plan.num_micro_batches;
   j["global_batch"] = s.global_batch;
   j["recompute"] = RecomputeName(s.plan.recompute);
-  j["zero"] = s.plan.zero;
+  j["zero_stage"] = s.plan.zero;
   j["precision"] = PrecisionName(s.plan.precision);
   j["virtual_stages"] = s.plan.virtual_stages;
   return j.dump();

@@ -49,9 +49,10 @@ struct LaunchSpec {
   int tasks() const;
 };
 
-// The plan as one JSON object (TESSEL_PLAN_JSON): gpu_type, gpus, nodes,
-// dp, tp, pp, micro_batch, num_micro_batches, global_batch, recompute,
-// zero, precision, virtual_stages.
+// The plan as one JSON object (TESSEL_PLAN_JSON): gpu_type, gpus, nodes
+// (how many), placement ([{node, gpus}] in rank order), dp, tp, pp,
+// micro_batch, num_micro_batches, global_batch, recompute, zero_stage,
+// precision, virtual_stages.
 std::string PlanJson(const LaunchSpec& spec);
 
 // Every variable of the environment contract (TESSEL_*, MASTER_ADDR,

@@ -51,7 +51,8 @@ TEST(Launch, EnvironmentCarriesThePlanAndTheContractWinsOverUserVariables) {
   EXPECT_EQ(env.count("TESSEL_PROFILE"), 0u);
   auto plan = nlohmann::json::parse(env["TESSEL_PLAN_JSON"]);
   EXPECT_EQ(plan["gpus"], 3);
-  EXPECT_EQ(plan["nodes"][1]["node"], "n2");
+  EXPECT_EQ(plan["nodes"], 2);
+  EXPECT_EQ(plan["placement"][1]["node"], "n2");
   EXPECT_EQ(plan["global_batch"], 24);
 }
 

@@ -44,7 +44,7 @@ def main():
                     "TESSEL_NUM_MICRO_BATCHES": "1", "TESSEL_CHECKPOINT_DIR": os.path.join(tmp, "ckpt"),
                     "TESSEL_METRICS_FILE": ref, "SLURM_PROCID": "0", "SLURM_LOCALID": "0"})
         plan = json.loads(env["TESSEL_PLAN_JSON"])
-        plan.update({"dp": 1, "micro_batch": gb, "num_micro_batches": 1, "gpus": 1, "nodes": []})
+        plan.update({"dp": 1, "micro_batch": gb, "num_micro_batches": 1, "gpus": 1, "nodes": 1, "placement": []})
         env["TESSEL_PLAN_JSON"] = json.dumps(plan)
         subprocess.run(argv, env=env, cwd=launch["workdir"], check=True)
         want = losses(ref)

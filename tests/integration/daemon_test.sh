@@ -17,6 +17,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
 T=$BUILD/tessel
 WORK=$(mktemp -d /tmp/tessel-daemon-test.XXXXXX)
+chmod 755 "$WORK"  # munged needs every directory above its socket searchable
 PORT=$((18000 + RANDOM % 2000))
 export TESSEL_SERVER=http://127.0.0.1:$PORT
 DAEMON_PID=
