@@ -205,14 +205,17 @@ struct SlurmBackend::Impl {
 
   // --- state changes, always through the store first ------------------------
 
-  void SetState(Tracked& t, JobState to, SimTime now, const std::string& reason) {
-    if (t.state == to) return;
+  // False when the store refused (the job was cancelled meanwhile: its
+  // cancellation is in the inbox and ends it at the next step).
+  bool SetState(Tracked& t, JobState to, SimTime now, const std::string& reason) {
+    if (t.state == to) return true;
     Status s = store.Transition(t.id, to, now, reason);
     if (!s.ok()) {
-      std::fprintf(stderr, "tessel serve: job %lld: %s\n", static_cast<long long>(t.id), s.ToString().c_str());
-      return;
+      if (s.code() != StatusCode::kFailedPrecondition) Warn(s);
+      return false;
     }
     t.state = to;
+    return true;
   }
 
   // Loads a job from the store into tracking (pending, not yet active).
@@ -277,6 +280,15 @@ struct SlurmBackend::Impl {
     found.decide = true;
   }
 
+  // "a100-80g x3 on n1:2,n2:1", with Slurm's node names.
+  std::string Describe(const Allocation& a) const {
+    std::string out = cluster.TypeName(a.type) + " x" + std::to_string(a.gpus()) + " on ";
+    for (size_t i = 0; i < a.parts.size(); ++i) {
+      out += (i ? "," : "") + inv.names[a.parts[i].node] + ":" + std::to_string(a.parts[i].gpus);
+    }
+    return out;
+  }
+
   // --- launching ---------------------------------------------------------------
 
   // A plan for `alloc`: the decision's first plan when it gave a set, else
@@ -284,7 +296,7 @@ struct SlurmBackend::Impl {
   Result<ParallelPlan> PlanFor(const Tracked& t, const Allocation& alloc, const std::vector<PlanChoice>* set) {
     if (set != nullptr && !set->empty()) return set->front().plan;
     const JobRate& r = belief.Rate(t.spec, alloc.type, alloc.gpus(), alloc.nodes());
-    if (!r.fits) return FailedPrecondition("does not fit on " + alloc.ToString(cluster) + ": " + r.reason);
+    if (!r.fits) return FailedPrecondition("does not fit on " + Describe(alloc) + ": " + r.reason);
     return r.plan;
   }
 
@@ -327,7 +339,7 @@ struct SlurmBackend::Impl {
     req.batch_script = script;
     req.requeue = false;  // tessel relaunches, from the job's checkpoint
     TESSEL_RETURN_IF_ERROR(WriteFileAtomic(
-        script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=1"}, launch_file, ExitPath(t.id, launch))));
+        script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"}, launch_file, ExitPath(t.id, launch))));
     fs::permissions(script, fs::perms::owner_all, fs::perm_options::add, ec);
 
     StoredAllocation stored;
@@ -340,7 +352,11 @@ struct SlurmBackend::Impl {
     TESSEL_RETURN_IF_ERROR(store.AddCounters(t.id, CounterDelta{t.started ? 1 : 0, 0, 1}));
     t.launch = launch + 1;
     if (t.started) ++t.view.restarts;
-    SetState(t, JobState::kStarting, now, "launching on " + alloc.ToString(cluster) + " plan " + plan.ToString());
+    if (!SetState(t, JobState::kStarting, now,
+                  "launching on " + Describe(alloc) + " plan " + plan.ToString())) {
+      Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
+      return Status::Ok();  // cancelled meanwhile: never submitted
+    }
     Result<SlurmJobId> id = slurm.Submit(req);
     if (!id.ok()) {
       // Not launched: back to pending; the policy decides again.
@@ -793,7 +809,7 @@ Status SlurmBackend::Apply(const Decision& d, SimTime now) {
     }
     if (t->slurm_id) {
       m.Reconfigure(*t, alloc, plan, now,
-                    alloc.empty() ? "suspended by the policy" : "moving to " + alloc.ToString(m.cluster));
+                    alloc.empty() ? "suspended by the policy" : "moving to " + m.Describe(alloc));
     } else if (!alloc.empty()) {
       TESSEL_RETURN_IF_ERROR(m.Launch(*t, alloc, *plan, now));
     }

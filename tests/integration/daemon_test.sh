@@ -9,7 +9,10 @@
 #   4. a node drained under a running job: it resumes from its checkpoint
 #      elsewhere;
 #   5. every job completes with its history in the store; a job that moved
-#      keeps the loss curve of an uninterrupted run.
+#      keeps the loss curve of an uninterrupted run;
+#   6. a reconfiguration changes a running job's world size (elasticflow
+#      shrinks an elastic job from 4 to 2 GPUs when a node is drained) and
+#      training continues from its checkpoint with the same loss curve.
 # Usage: tests/integration/daemon_test.sh [BUILD_DIR]. Needs root, Slurm,
 # munge and Debian's python3-torch (scripts/install-deps.sh). Exit 0: passed.
 set -euo pipefail
@@ -48,8 +51,8 @@ wait_for() {
   done
 }
 
-start_daemon() {
-  "$T" serve --tokens "$WORK/tokens" --state-dir "$WORK/state" --listen 127.0.0.1:$PORT \
+start_daemon() {  # start_daemon [--policy P]
+  "$T" serve "$@" --tokens "$WORK/tokens" --state-dir "$WORK/state" --listen 127.0.0.1:$PORT \
     --poll 0.5 --round 30 --stop-timeout 60 --checkpoint-interval 5 --rendezvous-addr 127.0.0.1 \
     --gpu-map a100=a100-80g,v100=v100-32g >>"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
@@ -156,5 +159,28 @@ hist=$(as alice job "$RIGID" --json | python3 -c 'import json,sys; print(" ".joi
 # uninterrupted run of the same job (run here without Slurm, one process).
 /usr/bin/python3 "$ROOT/tests/integration/compare_loss.py" "$WORK/state/jobs/$RIGID/metrics.jsonl" \
   || fail "the moved job's loss curve differs from an uninterrupted run"
+
+# --- 6. a world-size change ------------------------------------------------------------------
+log "6. a reconfiguration that changes the world size (policy elasticflow)"
+kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true; DAEMON_PID=
+start_daemon --policy elasticflow
+sed -e 's/^name: .*/name: resize-4to2/' -e 's/^gpus: .*/gpus: 4/' -e 's/^min_gpus: .*/min_gpus: 2/' \
+  -e 's/^max_gpus: .*/max_gpus: 4/' "$ROOT/examples/jobs/elastic-1to4.yaml" >"$WORK/specs/resize.yaml"
+sed -i "s|\.\./train.py|$ROOT/examples/train.py|" "$WORK/specs/resize.yaml"
+echo "gpu_types: [a100-80g]" >>"$WORK/specs/resize.yaml"
+RESIZE=$(as alice submit "$WORK/specs/resize.yaml")
+on_gpus() { [[ $(state_of "$RESIZE") == running && $(job_field "$RESIZE" '["gpus"]') == "$1" ]]; }
+wait_for 120 "job $RESIZE running on 4 GPUs" on_gpus 4
+wait_for 120 "job $RESIZE checkpointed" grep -q '"event": *"checkpoint"' "$WORK/state/jobs/$RESIZE/metrics.jsonl"
+scontrol update nodename=n2 state=drain reason=tessel-test
+wait_for 180 "job $RESIZE running on 2 GPUs" on_gpus 2
+scontrol update nodename=n2 state=resume
+wait_for 600 "job $RESIZE completed" is_state "$RESIZE" completed
+worlds=$(grep '"event": *"start"' "$WORK/state/jobs/$RESIZE/metrics.jsonl" |
+  python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["world_size"]) for l in sys.stdin))')
+[[ $worlds == "4 2"* ]] || fail "job $RESIZE ran at world sizes: $worlds"
+/usr/bin/python3 "$ROOT/tests/integration/compare_loss.py" "$WORK/state/jobs/$RESIZE/metrics.jsonl" \
+  || fail "the resized job's loss curve differs from an uninterrupted run"
+no_duplicates
 log "PASS"
 PASSED=1
