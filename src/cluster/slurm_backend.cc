@@ -151,6 +151,8 @@ struct Tracked {
   std::vector<double> recent;  // latest step times on the running allocation
   int64_t last_step = -1;
   SimTime touched = kNever;  // attained service counted up to here
+  // Profiling runs in flight: cluster type -> its one-GPU Slurm job.
+  std::map<int, SlurmJobId> profiling;
 };
 
 struct SlurmBackend::Impl {
@@ -515,6 +517,162 @@ struct SlurmBackend::Impl {
     Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(t.running.type), factor, static_cast<int64_t>(v.size())}));
   }
 
+  // --- profiling (Arena's disaggregated profiles, for real) ---------------------------
+  //
+  // Before a new job's first placement, when the policy profiles
+  // (PolicyTraits::profiling), the job's own command runs a few timed steps
+  // (TESSEL_PROFILE=1) of one pipeline stage on one GPU of each type it may
+  // use, all types at once. The measured step time starts the job's
+  // correction on that type; profiles are stored per model and reused by
+  // later jobs of the same model. Deviation from Arena: only the one-stage
+  // grid is profiled (the whole model, or the share of layers a stage needs
+  // to fit one GPU); other stage counts are estimated.
+
+  std::string ProfileKey(const Tracked& t) const { return t.spec.model; }
+
+  // Layers of the profiled stage and its micro-batch on one GPU of `type`.
+  std::pair<int, int> ProfileShape(Tracked& t, int type) {
+    int layers = std::max(1, t.dspec.model.tf.layers);
+    const JobRate& r = belief.Rate(t.spec, type, 1, 1);
+    if (r.fits) return {layers, std::max(1, r.plan.micro_batch)};
+    return {std::max(1, layers / std::max(1, traits.profiling.max_stages)), 1};
+  }
+
+  // Applies a measured stage time as the job's correction on `type`.
+  void CorrectFromProfile(Tracked& t, int type, const ProfileRecord& p) {
+    belief.SetFactor(t.spec.id, type, 1.0);
+    const JobRate& r = belief.Rate(t.spec, type, 1, 1);
+    if (!r.fits || r.iteration_time_s <= 0 || p.micro_batch <= 0 || p.stage_layers <= 0) return;
+    int layers = std::max(1, t.dspec.model.tf.layers);
+    double measured = p.step_time_s * (static_cast<double>(t.dspec.global_batch) / p.micro_batch) *
+                      (static_cast<double>(layers) / p.stage_layers);
+    double factor = measured / r.iteration_time_s;
+    if (!std::isfinite(factor) || factor <= 0) return;
+    belief.SetFactor(t.spec.id, type, factor);
+    Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(type), factor, 0}));
+  }
+
+  // Starts profiling `t`; false when the policy does not profile or every
+  // type already has a stored profile of its model (then applied).
+  bool StartProfiling(Tracked& t, SimTime now) {
+    if (traits.profiling.kind == ProfilingKind::kNone || t.started) return false;
+    std::vector<int> types;
+    int only = t.spec.requested_gpu_type.empty() ? -1 : cluster.FindType(t.spec.requested_gpu_type);
+    for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
+      if (only < 0 || type == only) types.push_back(type);
+    }
+    std::map<std::string, ProfileRecord> stored;
+    if (auto profiles = store.Profiles(ProfileKey(t)); profiles.ok()) {
+      for (const ProfileRecord& p : *profiles) stored[p.gpu_type] = p;
+    }
+    for (int type : types) {
+      auto it = stored.find(cluster.TypeName(type));
+      if (it != stored.end()) {
+        CorrectFromProfile(t, type, it->second);
+        continue;
+      }
+      // One GPU of this type, preferring a node with one free.
+      int node = -1;
+      for (int n : cluster.types()[type].nodes) {
+        if (!up[n]) continue;
+        if (node < 0 || (free[n] > 0 && free[node] <= 0)) node = n;
+      }
+      if (node < 0) continue;
+      auto [layers, micro_batch] = ProfileShape(t, type);
+      LaunchSpec ls;
+      ls.job_id = t.id;
+      ls.job_name = t.dspec.name;
+      ls.gpu_type = cluster.TypeName(type);
+      ls.nodes = {{inv.names[node], 1}};
+      ls.plan.micro_batch = micro_batch;
+      ls.global_batch = t.dspec.global_batch;
+      ls.total_iterations = t.dspec.iterations;
+      ls.checkpoint_dir = CheckpointDir(t);
+      ls.metrics_file = ProfilePath(t.id, type);
+      ls.rendezvous_addr = opt.rendezvous_addr.empty() ? inv.addrs[node] : opt.rendezvous_addr;
+      ls.rendezvous_port = opt.rendezvous_port_base + static_cast<int>((t.id * 16 + 15) % 10000);
+      ls.argv = t.dspec.command;
+      ls.workdir = t.dspec.workdir;
+      ls.user_env = t.dspec.env;
+      ls.profile = true;
+      ls.profile_layers = layers;
+      std::string dir = JobDir(t.id), tag = "profile." + std::to_string(type);
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      fs::create_directories(CheckpointDir(t), ec);
+      std::remove(ProfilePath(t.id, type).c_str());
+      SubmitRequest req;
+      req.job_name = SlurmName(t.id) + "-profile";
+      req.gpu_type = inv.gres_types[node];
+      req.nodes = {{inv.names[node], 1}};
+      req.working_dir = dir;
+      req.output_path = dir + "/" + tag + ".out";
+      req.batch_script = dir + "/" + tag + ".sh";
+      if (!WriteFileAtomic(dir + "/" + tag + ".json", LaunchFileJson(ls)).ok() ||
+          !WriteFileAtomic(req.batch_script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"},
+                                                         dir + "/" + tag + ".json", dir + "/" + tag + ".exit"))
+               .ok()) {
+        continue;
+      }
+      Result<SlurmJobId> id = slurm.Submit(req);
+      if (!id.ok()) {
+        Warn(id.status());
+        continue;
+      }
+      t.profiling[type] = *id;
+    }
+    if (t.profiling.empty()) return false;
+    std::string what;
+    for (const auto& [type, id] : t.profiling) what += (what.empty() ? "" : ", ") + cluster.TypeName(type);
+    SetState(t, JobState::kProfiling, now, "profiling one stage on one GPU of " + what);
+    return true;
+  }
+
+  std::string ProfilePath(int64_t id, int type) const {
+    return JobDir(id) + "/profile." + std::to_string(type) + ".jsonl";
+  }
+
+  // A profiling run ended: its steps become the model's stored profile and
+  // the job's correction on that type. Once all have, the job is placed.
+  void Profiled(Tracked& t, int type, SimTime now) {
+    t.profiling.erase(type);
+    MetricsTail tail(ProfilePath(t.id, type));
+    Result<MetricsUpdate> u = tail.Read();
+    std::vector<double> times;
+    std::vector<StepSample> samples;
+    int layers = 0, micro_batch = 0;
+    if (u.ok()) {
+      for (const MetricsStep& s : u->steps) {
+        if (!s.profile) continue;
+        times.push_back(s.step_time_s);
+        layers = s.layers;
+        micro_batch = s.micro_batch;
+        StepSample o;
+        o.time_us = s.time_s > 0 ? static_cast<int64_t>(s.time_s * 1e6) : now;
+        o.gpu_type = cluster.TypeName(type);
+        o.gpus = 1;
+        o.step = s.step;
+        o.step_time_s = s.step_time_s;
+        o.profile = true;
+        samples.push_back(o);
+      }
+    }
+    if (!times.empty() && layers > 0 && micro_batch > 0) {
+      Warn(store.AddStepTimes(t.id, samples).status());
+      std::sort(times.begin(), times.end());
+      ProfileRecord p{ProfileKey(t), cluster.TypeName(type), layers, micro_batch, times[times.size() / 2], now};
+      Warn(store.PutProfile(p));
+      CorrectFromProfile(t, type, p);
+    } else {
+      std::fprintf(stderr, "tessel serve: job %lld: profiling on %s measured nothing (see %s/profile.%d.out)\n",
+                   static_cast<long long>(t.id), cluster.TypeName(type).c_str(), JobDir(t.id).c_str(), type);
+    }
+    if (t.profiling.empty() && t.state == JobState::kProfiling) {
+      SetState(t, JobState::kPending, now, "profiled; waiting for GPUs");
+      Activate(t);
+    }
+  }
+
   // --- polling ----------------------------------------------------------------------
 
   Status Poll(SimTime now) {
@@ -553,6 +711,12 @@ struct SlurmBackend::Impl {
     std::vector<Tracked*> list;
     for (auto& [id, t] : jobs) list.push_back(t.get());
     for (Tracked* t : list) {
+      std::vector<int> ended;
+      for (const auto& [type, sid] : t->profiling) {
+        auto it = by_id.find(sid);
+        if (it == by_id.end() || IsFinished(it->second->state)) ended.push_back(type);
+      }
+      for (int type : ended) Profiled(*t, type, now);
       if (!t->slurm_id) continue;
       auto it = by_id.find(*t->slurm_id);
       if (it == by_id.end() || IsFinished(it->second->state)) {
@@ -622,7 +786,7 @@ struct SlurmBackend::Impl {
         Warn(store.Transition(id, JobState::kFailed, now, "cannot load: " + t.status().message()));
         continue;
       }
-      Activate(**t);
+      if (!StartProfiling(**t, now)) Activate(**t);
     }
     for (int64_t id : can) {
       ++processed;
@@ -630,6 +794,7 @@ struct SlurmBackend::Impl {
       if (it == jobs.end()) continue;
       Tracked& t = *it->second;
       if (t.slurm_id) Warn(slurm.Cancel(*t.slurm_id));
+      for (const auto& [type, sid] : t.profiling) Warn(slurm.Cancel(sid));
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
       Drop(t);
     }
@@ -731,6 +896,7 @@ Status SlurmBackend::Recover(SimTime now) {
     if (had_alloc) m.Warn(m.store.SetAllocation(t.id, StoredAllocation{}, now));
     if (row.slurm_job_id) m.Warn(m.store.SetSlurmJob(t.id, std::nullopt));
     t.slurm_id.reset();
+    if (m.StartProfiling(t, now)) continue;
     if (t.state != JobState::kPending) m.SetState(t, JobState::kPending, now, "daemon restarted; relaunching");
     m.Activate(t);
   }

@@ -36,6 +36,22 @@ std::string QueueWith(int64_t id, int64_t other) {
   return q.dump();
 }
 
+// A queue where only the given jobs run (the recorded running job 1, renamed).
+std::string RunningQueue(const std::vector<std::pair<int64_t, std::string>>& jobs) {
+  nlohmann::json q = nlohmann::json::parse(Recorded("squeue_busy.json"));
+  nlohmann::json tmpl;
+  for (auto& j : q["jobs"])
+    if (j["job_id"] == 1) tmpl = j;
+  q["jobs"] = nlohmann::json::array();
+  for (const auto& [id, name] : jobs) {
+    nlohmann::json j = tmpl;
+    j["job_id"] = id;
+    j["name"] = name;
+    q["jobs"].push_back(j);
+  }
+  return q.dump();
+}
+
 const std::map<std::string, std::string> kGpuMap = {{"a100", "a100-80g"}, {"v100", "v100-32g"}};
 
 class SlurmBackendTest : public ::testing::Test {
@@ -177,6 +193,78 @@ TEST_F(SlurmBackendTest, LaunchesExactlyTheAllocationAndFinishesFromTheExitFile)
   std::vector<JobState> states;
   for (const auto& t : history) states.push_back(t.to);
   EXPECT_EQ(states, (std::vector<JobState>{JobState::kPending, JobState::kStarting, JobState::kCompleted}));
+}
+
+TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheModel) {
+  PolicyTraits traits;
+  traits.profiling.kind = ProfilingKind::kDisaggregated;
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, traits, Options());
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  int64_t first = AddJob(2);
+  backend.Submitted(first);
+  // One GPU of each type (a100 on n1, v100 on n5), the job's own command in
+  // profiling mode; the job is not shown to the policy meanwhile.
+  fake_.InAnyOrder();
+  std::string jd = dir_ + "/jobs/" + std::to_string(first);
+  for (auto [type, node, gres, id] : {std::tuple{0, "n1", "a100", "31"}, std::tuple{1, "n5", "v100", "32"}}) {
+    std::string tag = jd + "/profile." + std::to_string(type);
+    fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(first) + "-profile",
+                  std::string("--nodes=1"), std::string("--nodelist=") + node, "--ntasks-per-node=1",
+                  std::string("--gpus-per-task=") + gres + ":1", "--gpu-bind=per_task:1", "--no-requeue",
+                  "--chdir=" + jd, "--output=" + tag + ".out", "--export=ALL", tag + ".sh"})
+        .Stdout(std::string(id) + "\n");
+  }
+  std::string name = "tessel-" + std::to_string(first) + "-profile";
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{31, name}, {32, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+  EXPECT_EQ(store_->Job(first)->state, JobState::kProfiling);
+  EXPECT_FALSE(backend.HasActiveJobs());
+  nlohmann::json launch = nlohmann::json::parse(std::ifstream(jd + "/profile.0.json"));
+  EXPECT_EQ(launch["env"]["TESSEL_PROFILE"], "1");
+  EXPECT_EQ(launch["env"]["TESSEL_PROFILE_LAYERS"], "24") << "gpt3-350m fits one GPU: the whole model";
+  // Both runs end having written their steps: the profile is stored, the
+  // job's corrections start from it, and the job is placed.
+  for (int type : {0, 1}) {
+    std::ofstream f(jd + "/profile." + std::to_string(type) + ".jsonl");
+    for (int step = 0; step < 3; ++step) {
+      f << "{\"profile\": true, \"step\": " << step << ", \"step_time_s\": " << (type ? 0.2 : 0.1)
+        << ", \"micro_batch\": 4, \"layers\": 24}\n";
+    }
+  }
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  auto ev = backend.Advance(Seconds(20));
+  ASSERT_TRUE(ev.ok());
+  EXPECT_TRUE(ev->decide);
+  EXPECT_EQ(store_->Job(first)->state, JobState::kPending);
+  EXPECT_TRUE(backend.HasActiveJobs());
+  auto profiles = store_->Profiles("gpt3-350m").value();
+  ASSERT_EQ(profiles.size(), 2u);
+  EXPECT_DOUBLE_EQ(profiles[0].step_time_s, 0.1);
+  auto corrections = store_->Corrections(first).value();
+  ASSERT_EQ(corrections.size(), 2u);
+  // Measured: 0.1 s per micro-batch of 4, global batch 8 -> 0.2 s per iteration on one GPU.
+  int a100 = inv_->cluster.FindType("a100-80g");
+  double estimated = est.Rate(JobSpec{.id = "x", .model = "gpt3-350m", .global_batch = 8}, a100, 1, 1).iteration_time_s;
+  EXPECT_NEAR(belief.Rate(JobSpec{.id = std::to_string(first), .model = "gpt3-350m", .global_batch = 8,
+                                  .iterations = 10.0},
+                          a100, 1, 1)
+                  .iteration_time_s,
+              0.2, 1e-9)
+      << "estimated " << estimated;
+  // A second job of the same model reuses the stored profile: no sbatch.
+  int64_t second = AddJob(1);
+  backend.Submitted(second);
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(21)).ok());
+  EXPECT_EQ(store_->Job(second)->state, JobState::kPending);
+  EXPECT_EQ(store_->Corrections(second)->size(), 2u);
 }
 
 }  // namespace
