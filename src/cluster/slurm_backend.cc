@@ -530,12 +530,16 @@ struct SlurmBackend::Impl {
 
   std::string ProfileKey(const Tracked& t) const { return t.spec.model; }
 
-  // Layers of the profiled stage and its micro-batch on one GPU of `type`.
-  std::pair<int, int> ProfileShape(Tracked& t, int type) {
+  // Layers of the profiled stage and its plan on one GPU of `type`: the
+  // whole model at the belief's one-GPU plan when it fits, else the share
+  // of layers of the deepest pipeline profiled, at micro-batch 1.
+  std::pair<int, ParallelPlan> ProfileShape(Tracked& t, int type) {
     int layers = std::max(1, t.dspec.model.tf.layers);
     const JobRate& r = belief.Rate(t.spec, type, 1, 1);
-    if (r.fits) return {layers, std::max(1, r.plan.micro_batch)};
-    return {std::max(1, layers / std::max(1, traits.profiling.max_stages)), 1};
+    if (r.fits) return {layers, r.plan};
+    ParallelPlan p;
+    p.precision = t.dspec.model.default_precision;
+    return {std::max(1, layers / std::max(1, traits.profiling.max_stages)), p};
   }
 
   // Applies a measured stage time as the job's correction on `type`.
@@ -578,13 +582,14 @@ struct SlurmBackend::Impl {
         if (node < 0 || (free[n] > 0 && free[node] <= 0)) node = n;
       }
       if (node < 0) continue;
-      auto [layers, micro_batch] = ProfileShape(t, type);
+      auto [layers, plan] = ProfileShape(t, type);
       LaunchSpec ls;
       ls.job_id = t.id;
       ls.job_name = t.dspec.name;
       ls.gpu_type = cluster.TypeName(type);
       ls.nodes = {{inv.names[node], 1}};
-      ls.plan.micro_batch = micro_batch;
+      ls.plan = plan;
+      ls.plan.dp = ls.plan.tp = ls.plan.pp = 1;
       ls.global_batch = t.dspec.global_batch;
       ls.total_iterations = t.dspec.iterations;
       ls.checkpoint_dir = CheckpointDir(t);

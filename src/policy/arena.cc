@@ -194,7 +194,7 @@ class ArenaPolicy : public Policy {
     int want = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
     std::vector<Grid> out;
     for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
-      if (!p_.hetero && want >= 0 && t != want) continue;
+      if ((!p_.hetero || s.gpu_type_required) && want >= 0 && t != want) continue;
       for (int g : counts) {
         if (g > cluster.types()[t].total_gpus) break;
         int nodes = MinNodes(cluster, t, g);

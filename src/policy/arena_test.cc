@@ -338,6 +338,24 @@ TEST(ArenaShrink, AloneKeepsEverything) {
   EXPECT_EQ(Show(Arena()->Decide(f.Snap(Seconds(3600))), f.cluster()), "");
 }
 
+// A user's required GPU type binds arena; a trace's requested type is only
+// where the job ran, and arena may choose a faster type for it.
+TEST(ArenaTypes, RequiredTypeIsAConstraintARequestedOneIsNot) {
+  for (bool required : {false, true}) {
+    PolicyFixture f("demo", PlanMode::kBest);
+    f.AddJob(MakeJob("j").Model("gpt3-1.3b").Batch(64).Gpus(8).Iterations(1e4).Type("v100-32g").Required(required));
+    Snapshot snap = f.Snap(0);
+    Decision d = Arena()->Decide(snap);
+    std::map<int, Allocation> after = CheckInvariants(snap, d);
+    ASSERT_FALSE(after[0].empty()) << Show(d, f.cluster());
+    if (required) {
+      EXPECT_EQ(after[0].type, f.Type("v100-32g")) << Show(d, f.cluster());
+    } else {
+      EXPECT_NE(after[0].type, f.Type("v100-32g")) << "an idle H100/A100 is faster: " << Show(d, f.cluster());
+    }
+  }
+}
+
 // 2b. The admission search: the marginal allocation is greedy per GPU, so
 // it can give an elastic job its last two GPUs and leave a rigid 4-GPU job
 // out with two GPUs idle. Shrinking the elastic job (6 -> 4) admits it and

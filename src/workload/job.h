@@ -32,6 +32,10 @@ struct JobSpec {
 
   int requested_gpus = 1;
   std::string requested_gpu_type;  // catalog GPU name; "" = any type
+  // Whether the requested type is a constraint (a user's spec said so) or,
+  // as in traces, only where the job ran: heterogeneity-aware policies
+  // (arena) may move an unconstrained job to other types.
+  bool gpu_type_required = false;
   std::optional<SimTime> deadline;  // absolute
   int priority = 0;                 // higher runs first where a policy uses it
 
