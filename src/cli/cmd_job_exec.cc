@@ -19,7 +19,7 @@ namespace tessel {
 CommandAction SetupJobExec(CLI::App& app, CommandIo io) {
   auto file = std::make_shared<std::string>();
   app.add_option("FILE", *file, "Launch file written by tessel serve")->required();
-  app.group("");  // internal: not listed in --help
+  // Listed in --help as internal; users never call it.
   return [file, io]() -> int {
     std::ifstream f(*file, std::ios::binary);
     if (!f) {

@@ -182,7 +182,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
       }
       case Route::kJobs: {
         if (method == "POST") {
-          Result<SubmitRequest> sub = ParseSubmitRequest(req.body);
+          Result<JobSubmission> sub = ParseSubmitRequest(req.body);
           if (!sub.ok()) return Error(sub.status());
           Result<int64_t> new_id = service_.Submit(*caller, sub->spec_yaml, sub->file, sub->base_dir);
           if (!new_id.ok()) return Error(new_id.status());

@@ -101,7 +101,7 @@ std::string DumpJson(const Json& j) { return j.dump(-1, ' ', false, Json::error_
 
 std::string ErrorJson(std::string_view message) { return DumpJson(Json{{"error", std::string(message)}}); }
 
-Result<SubmitRequest> ParseSubmitRequest(std::string_view body) {
+Result<JobSubmission> ParseSubmitRequest(std::string_view body) {
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded())
     return InvalidArgument(
@@ -109,7 +109,7 @@ Result<SubmitRequest> ParseSubmitRequest(std::string_view body) {
   if (!j.is_object())
     return InvalidArgument(std::string("request body must be a JSON object, got ") + JsonTypeName(j));
   std::vector<std::string> errors;
-  SubmitRequest req;
+  JobSubmission req;
   auto field = [&](const char* name, std::string& out, const char* what) {
     auto it = j.find(name);
     if (it == j.end()) {

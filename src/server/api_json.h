@@ -45,7 +45,7 @@ std::string DumpJson(const nlohmann::ordered_json& j);
 std::string ErrorJson(std::string_view message);
 
 // The body of POST /v1/jobs.
-struct SubmitRequest {
+struct JobSubmission {
   std::string spec_yaml;  // the job spec's text
   std::string file;       // its name as the user gave it (for messages)
   std::string base_dir;   // absolute path of its folder on the client's host
@@ -54,6 +54,6 @@ struct SubmitRequest {
 // Parses and checks a POST /v1/jobs body: a JSON object with exactly the
 // string fields spec_yaml, file and base_dir (absolute). InvalidArgument
 // naming every bad field, one per line, otherwise.
-Result<SubmitRequest> ParseSubmitRequest(std::string_view body);
+Result<JobSubmission> ParseSubmitRequest(std::string_view body);
 
 }  // namespace tessel
