@@ -195,6 +195,7 @@ class ArenaPolicy : public Policy {
     std::vector<Grid> out;
     for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
       if ((!p_.hetero || s.gpu_type_required) && want >= 0 && t != want) continue;
+      if (!s.AllowsGpuType(cluster.TypeName(t))) continue;
       for (int g : counts) {
         if (g > cluster.types()[t].total_gpus) break;
         int nodes = MinNodes(cluster, t, g);

@@ -356,6 +356,16 @@ TEST(ArenaTypes, RequiredTypeIsAConstraintARequestedOneIsNot) {
   }
 }
 
+TEST(ArenaTypes, OnlyAllowedTypes) {
+  PolicyFixture f("demo", PlanMode::kBest);
+  f.AddJob(MakeJob("j").Model("gpt3-1.3b").Batch(64).Gpus(8).Iterations(1e4).Allowed({"v100-32g", "a100-80g"}));
+  Snapshot snap = f.Snap(0);
+  Decision d = Arena()->Decide(snap);
+  std::map<int, Allocation> after = CheckInvariants(snap, d);
+  ASSERT_FALSE(after[0].empty()) << Show(d, f.cluster());
+  EXPECT_NE(after[0].type, f.Type("h100-sxm")) << "the idle, faster H100s are not allowed: " << Show(d, f.cluster());
+}
+
 // 2b. The admission search: the marginal allocation is greedy per GPU, so
 // it can give an elastic job its last two GPUs and leave a rigid 4-GPU job
 // out with two GPUs idle. Shrinking the elastic job (6 -> 4) admits it and

@@ -138,7 +138,7 @@ std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, in
   }
   std::vector<std::pair<double, int>> ranked;
   for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
-    if (cluster.types()[t].total_gpus < gpus) continue;
+    if (cluster.types()[t].total_gpus < gpus || !spec.AllowsGpuType(cluster.TypeName(t))) continue;
     const JobRate& r = snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus));
     if (r.fits) ranked.push_back({r.iteration_time_s, t});
   }

@@ -37,6 +37,7 @@ class JobBuilder {
   JobBuilder& Elastic(int lo, int hi) { spec_.min_gpus = lo; spec_.max_gpus = hi; return *this; }
   JobBuilder& Type(std::string t) { spec_.requested_gpu_type = std::move(t); return *this; }
   JobBuilder& Required(bool r = true) { spec_.gpu_type_required = r; return *this; }
+  JobBuilder& Allowed(std::vector<std::string> types) { spec_.allowed_gpu_types = std::move(types); return *this; }
   JobBuilder& Submit(SimTime t) { spec_.submit = t; return *this; }
   JobBuilder& Iterations(double n) { spec_.iterations = n; return *this; }
   JobBuilder& Priority(int p) { spec_.priority = p; return *this; }

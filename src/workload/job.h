@@ -4,6 +4,7 @@
 // them (run-time state lives in policy/snapshot.h's JobView).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,13 @@ struct JobSpec {
   // as in traces, only where the job ran: heterogeneity-aware policies
   // (arena) may move an unconstrained job to other types.
   bool gpu_type_required = false;
+  // The GPU types a user's spec allows (catalog names); empty = any. Arena
+  // and every policy placing through CandidateTypes never use another.
+  std::vector<std::string> allowed_gpu_types;
+  bool AllowsGpuType(const std::string& gpu) const {
+    return allowed_gpu_types.empty() ||
+           std::find(allowed_gpu_types.begin(), allowed_gpu_types.end(), gpu) != allowed_gpu_types.end();
+  }
   std::optional<SimTime> deadline;  // absolute
   int priority = 0;                 // higher runs first where a policy uses it
 

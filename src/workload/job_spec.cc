@@ -672,6 +672,7 @@ Result<JobSpec> ToJobSpec(const DaemonJobSpec& spec) {
   job.requested_gpus = spec.gpus;
   job.requested_gpu_type = spec.gpu_types.size() == 1 ? spec.gpu_types[0] : "";
   job.gpu_type_required = spec.gpu_types.size() == 1;  // a user's constraint, not a trace's history
+  job.allowed_gpu_types = spec.gpu_types;
   job.min_gpus = spec.elastic ? spec.min_gpus : spec.gpus;
   job.max_gpus = spec.elastic ? spec.max_gpus : spec.gpus;
   job.priority = spec.priority;
