@@ -67,8 +67,8 @@ while ! grep -q '"checkpoint"' "$DIR/state/jobs/$R/metrics.jsonl" 2>/dev/null; d
 scontrol update nodename=n2 state=drain reason=demo
 until_state "$R" "running 2"
 "$T" jobs
-scontrol update nodename=n2 state=resume
 until_state "$R" completed
+scontrol update nodename=n2 state=resume  # (earlier, elasticflow would grow the job back to 4)
 "$T" job "$R"
 /usr/bin/python3 "$ROOT/tests/integration/compare_loss.py" "$DIR/state/jobs/$R/metrics.jsonl"
 step "done; the daemon's state and the jobs' files are in $DIR/state"

@@ -174,8 +174,9 @@ wait_for 120 "job $RESIZE running on 4 GPUs" on_gpus 4
 wait_for 120 "job $RESIZE checkpointed" grep -q '"event": *"checkpoint"' "$WORK/state/jobs/$RESIZE/metrics.jsonl"
 scontrol update nodename=n2 state=drain reason=tessel-test
 wait_for 180 "job $RESIZE running on 2 GPUs" on_gpus 2
-scontrol update nodename=n2 state=resume
+# n2 comes back only once the job is done: elasticflow would grow it back.
 wait_for 600 "job $RESIZE completed" is_state "$RESIZE" completed
+scontrol update nodename=n2 state=resume
 worlds=$(grep '"event": *"start"' "$WORK/state/jobs/$RESIZE/metrics.jsonl" |
   python3 -c 'import json,sys; print(" ".join(str(json.loads(l)["world_size"]) for l in sys.stdin))')
 [[ $worlds == "4 2"* ]] || fail "job $RESIZE ran at world sizes: $worlds"
