@@ -151,6 +151,9 @@ struct Tracked {
   std::vector<double> recent;  // latest step times on the running allocation
   int64_t last_step = -1;
   SimTime touched = kNever;  // attained service counted up to here
+  // The job reported all its iterations done (its metrics' "done" line):
+  // complete whatever the exit code (a late signal may hit it on exit).
+  bool done_reported = false;
   // Profiling runs in flight: cluster type -> its one-GPU Slurm job.
   std::map<int, SlurmJobId> profiling;
 };
@@ -422,7 +425,7 @@ struct SlurmBackend::Impl {
     bool by_us = t.cancelled_by_us;
     t.cancelled_by_us = false;
     found.decide = true;
-    if (rc && *rc == 0) {
+    if ((rc && *rc == 0) || t.done_reported) {
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
       SetState(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
       Drop(t);
@@ -475,7 +478,9 @@ struct SlurmBackend::Impl {
 
   void ReadMetrics(Tracked& t, SimTime now) {
     Result<MetricsUpdate> u = t.metrics->Read();
-    if (!u.ok() || u->steps.empty()) return;
+    if (!u.ok()) return;
+    if (u->done) t.done_reported = true;
+    if (u->steps.empty()) return;
     std::vector<StepSample> samples;
     std::string type = t.running.empty() ? "" : cluster.TypeName(t.running.type);
     for (const MetricsStep& s : u->steps) {

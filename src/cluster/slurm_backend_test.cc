@@ -195,6 +195,42 @@ TEST_F(SlurmBackendTest, LaunchesExactlyTheAllocationAndFinishesFromTheExitFile)
   EXPECT_EQ(states, (std::vector<JobState>{JobState::kPending, JobState::kStarting, JobState::kCompleted}));
 }
 
+TEST_F(SlurmBackendTest, AJobThatReportedDoneIsCompletedWhateverItsExitCode) {
+  int64_t id = AddJob(1);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.InAnyOrder();
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+  Snapshot snap;
+  backend.Observe(Seconds(11), &snap);
+  Decision d;
+  d.assign = {{snap.jobs[0]->index, Allocation{inv_->cluster.FindType("a100-80g"), {{0, 1}}}}};
+  std::string jd = dir_ + "/jobs/" + std::to_string(id);
+  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--nodes=1", "--nodelist=n1",
+                "--ntasks-per-node=1", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
+                "--chdir=" + jd, "--output=" + jd + "/slurm.0.out", "--export=ALL", jd + "/batch.0.sh"})
+      .Stdout("5\n");
+  ASSERT_TRUE(backend.Apply(d, Seconds(11)).ok());
+  // All 10 steps done, then a late SIGUSR1 killed it on its way out (138).
+  {
+    std::ofstream m(jd + "/metrics.jsonl");
+    for (int step = 1; step <= 10; ++step) m << "{\"step\": " << step << ", \"step_time_s\": 0.5}\n";
+    m << "{\"event\": \"done\", \"step\": 10}\n";
+  }
+  std::ofstream(jd + "/exit.0") << "138\n";
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(20)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kCompleted);
+  EXPECT_EQ(store_->Steps(id, 100)->size(), 10u);
+}
+
 TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheModel) {
   PolicyTraits traits;
   traits.profiling.kind = ProfilingKind::kDisaggregated;
