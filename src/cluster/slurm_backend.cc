@@ -305,6 +305,32 @@ struct SlurmBackend::Impl {
     return r.plan;
   }
 
+  // The files of one submission, under the job's folder.
+  struct SubmissionFiles {
+    std::string launch, script, output, exit;
+  };
+
+  // Writes `ls`'s launch file and the batch script that runs it as `files`,
+  // and returns the submission of exactly ls.nodes (one gres type, one task
+  // per GPU).
+  Result<SubmitRequest> Prepare(const LaunchSpec& ls, const std::string& slurm_name, const std::string& gres,
+                                const SubmissionFiles& files) {
+    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(files.launch, LaunchFileJson(ls)));
+    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(
+        files.script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"}, files.launch, files.exit)));
+    std::error_code ec;
+    fs::permissions(files.script, fs::perms::owner_all, fs::perm_options::add, ec);
+    SubmitRequest req;
+    req.job_name = slurm_name;
+    req.gpu_type = gres;
+    for (const auto& [node, gpus] : ls.nodes) req.nodes.push_back({node, gpus});
+    req.working_dir = JobDir(ls.job_id);
+    req.output_path = files.output;
+    req.batch_script = files.script;
+    req.requeue = false;  // tessel relaunches, from the job's checkpoint
+    return req;
+  }
+
   // Records the intent, then submits: a crash between the two leaves a
   // `starting` job without a Slurm id, which Recover relaunches (or adopts,
   // if Slurm has it under the job's name).
@@ -331,21 +357,11 @@ struct SlurmBackend::Impl {
     ls.argv = t.dspec.command;
     ls.workdir = t.dspec.workdir;
     ls.user_env = t.dspec.env;
-    std::string dir = JobDir(t.id);
-    std::string launch_file = dir + "/launch." + std::to_string(launch) + ".json";
-    std::string script = dir + "/batch." + std::to_string(launch) + ".sh";
-    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(launch_file, LaunchFileJson(ls)));
-    SubmitRequest req;
-    req.job_name = SlurmName(t.id);
-    req.gpu_type = inv.gres_types[alloc.parts.front().node];
-    for (const Placement& p : alloc.parts) req.nodes.push_back({inv.names[p.node], p.gpus});
-    req.working_dir = dir;
-    req.output_path = dir + "/slurm." + std::to_string(launch) + ".out";
-    req.batch_script = script;
-    req.requeue = false;  // tessel relaunches, from the job's checkpoint
-    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(
-        script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"}, launch_file, ExitPath(t.id, launch))));
-    fs::permissions(script, fs::perms::owner_all, fs::perm_options::add, ec);
+    std::string dir = JobDir(t.id), n = std::to_string(launch);
+    Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id), inv.gres_types[alloc.parts.front().node],
+                                        {dir + "/launch." + n + ".json", dir + "/batch." + n + ".sh",
+                                         dir + "/slurm." + n + ".out", ExitPath(t.id, launch)});
+    if (!req.ok()) return req.status();
 
     StoredAllocation stored;
     stored.gpu_type = ls.gpu_type;
@@ -362,7 +378,7 @@ struct SlurmBackend::Impl {
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
       return Status::Ok();  // cancelled meanwhile: never submitted
     }
-    Result<SlurmJobId> id = slurm.Submit(req);
+    Result<SlurmJobId> id = slurm.Submit(*req);
     if (!id.ok()) {
       // Not launched: back to pending; the policy decides again.
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
@@ -606,25 +622,18 @@ struct SlurmBackend::Impl {
       ls.user_env = t.dspec.env;
       ls.profile = true;
       ls.profile_layers = layers;
-      std::string dir = JobDir(t.id), tag = "profile." + std::to_string(type);
+      std::string dir = JobDir(t.id), tag = dir + "/profile." + std::to_string(type);
       std::error_code ec;
       fs::create_directories(dir, ec);
       fs::create_directories(CheckpointDir(t), ec);
       std::remove(ProfilePath(t.id, type).c_str());
-      SubmitRequest req;
-      req.job_name = SlurmName(t.id) + "-profile";
-      req.gpu_type = inv.gres_types[node];
-      req.nodes = {{inv.names[node], 1}};
-      req.working_dir = dir;
-      req.output_path = dir + "/" + tag + ".out";
-      req.batch_script = dir + "/" + tag + ".sh";
-      if (!WriteFileAtomic(dir + "/" + tag + ".json", LaunchFileJson(ls)).ok() ||
-          !WriteFileAtomic(req.batch_script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"},
-                                                         dir + "/" + tag + ".json", dir + "/" + tag + ".exit"))
-               .ok()) {
+      Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id) + "-profile", inv.gres_types[node],
+                                          {tag + ".json", tag + ".sh", tag + ".out", tag + ".exit"});
+      if (!req.ok()) {
+        Warn(req.status());
         continue;
       }
-      Result<SlurmJobId> id = slurm.Submit(req);
+      Result<SlurmJobId> id = slurm.Submit(*req);
       if (!id.ok()) {
         Warn(id.status());
         continue;
