@@ -5,12 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cluster/launch.h"
 #include "cluster/metrics_file.h"
+#include "core/strings.h"
 #include "hardware/gpu.h"
 #include "workload/job_spec.h"
 
@@ -33,10 +33,6 @@ int64_t IdFromName(const std::string& name) {
 }
 
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 Status WriteFileAtomic(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
@@ -137,7 +133,6 @@ struct Tracked {
   std::optional<SlurmJobId> slurm_id;
   int launch = 0;     // launches so far
   int failures = 0;   // launches that failed on their own
-  bool started = false;
   // The allocation the current Slurm job holds (empty when none runs).
   Allocation running;
   ParallelPlan plan;
@@ -249,7 +244,6 @@ struct SlurmBackend::Impl {
     }
     t->launch = row->launch_count;
     t->failures = row->failures;
-    t->started = row->started_us.has_value();
     t->view.index = next_index++;
     t->view.spec = &t->spec;
     t->view.total_iterations = static_cast<double>(t->dspec.iterations);
@@ -370,9 +364,9 @@ struct SlurmBackend::Impl {
     stored.alloc_json = AllocJson(alloc, inv);
     stored.plan_json = PlanJson(ls);
     TESSEL_RETURN_IF_ERROR(store.SetAllocation(t.id, stored, now));
-    TESSEL_RETURN_IF_ERROR(store.AddCounters(t.id, CounterDelta{t.started ? 1 : 0, 0, 1}));
+    TESSEL_RETURN_IF_ERROR(store.AddCounters(t.id, CounterDelta{t.view.started() ? 1 : 0, 0, 1}));
     t.launch = launch + 1;
-    if (t.started) ++t.view.restarts;
+    if (t.view.started()) ++t.view.restarts;
     if (!SetState(t, JobState::kStarting, now,
                   "launching on " + Describe(alloc) + " plan " + plan.ToString())) {
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
@@ -580,7 +574,7 @@ struct SlurmBackend::Impl {
   // Starts profiling `t`; false when the policy does not profile or every
   // type already has a stored profile of its model (then applied).
   bool StartProfiling(Tracked& t, SimTime now) {
-    if (traits.profiling.kind == ProfilingKind::kNone || t.started) return false;
+    if (traits.profiling.kind == ProfilingKind::kNone || t.view.started()) return false;
     std::vector<int> types;
     int only = t.spec.requested_gpu_type.empty() ? -1 : cluster.FindType(t.spec.requested_gpu_type);
     for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
@@ -717,7 +711,7 @@ struct SlurmBackend::Impl {
       if (it != by_name.end()) {
         for (const SlurmGpus& g : it->second->gpus) slurm_used[i] += g.used;
         st.gpus_used = slurm_used[i];
-        st.state = Lower(it->second->StateString());
+        st.state = ToLower(it->second->StateString());
       } else {
         st.state = "gone";
       }
@@ -743,7 +737,6 @@ struct SlurmBackend::Impl {
         continue;
       }
       if (it->second->state == SlurmJobState::kRunning && t->state == JobState::kStarting) {
-        t->started = true;
         if (t->view.first_start == kNever) t->view.first_start = now;
         t->view.phase = JobPhase::kRunning;
         SetState(*t, JobState::kRunning, now, "running as Slurm job " + std::to_string(*t->slurm_id));
@@ -782,7 +775,7 @@ struct SlurmBackend::Impl {
       for (const Placement& p : t->running.parts) here |= p.node == node;
       if (!here) continue;
       if (t->slurm_id) {
-        Reconfigure(*t, Allocation{}, std::nullopt, now, "node " + inv.names[node] + " is " + Lower(state));
+        Reconfigure(*t, Allocation{}, std::nullopt, now, "node " + inv.names[node] + " is " + ToLower(state));
       } else {
         t->view.alloc = Allocation{};
         t->view.phase = JobPhase::kPending;
