@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "core/stats.h"
 #include "plan/planner.h"
@@ -11,28 +12,29 @@ namespace tessel {
 
 namespace {
 
-
 ErrorStats Stats(const std::string& group, const std::vector<const CaseResult*>& rs) {
   ErrorStats s;
   s.group = group;
-  std::vector<double> abs_t, signed_t, abs_tp;
+  std::vector<double> abs_e, signed_e;
   for (const auto* r : rs) {
-    abs_t.push_back(std::fabs(r->time_error));
-    signed_t.push_back(r->time_error);
-    abs_tp.push_back(std::fabs(r->throughput_error));
+    abs_e.push_back(std::fabs(r->throughput_error));
+    signed_e.push_back(r->throughput_error);
+    if (!r->predicted) s.does_not_fit++;
   }
   s.rows = static_cast<int>(rs.size());
-  s.median_abs = Quantile(abs_t, 0.5);
-  s.p90_abs = Quantile(abs_t, 0.9);
-  s.median_signed = Quantile(signed_t, 0.5);
-  s.median_abs_throughput = Quantile(abs_tp, 0.5);
+  if (rs.empty()) return s;
+  s.median_abs = Quantile(abs_e, 0.5);
+  s.p90_abs = Quantile(abs_e, 0.9);
+  s.median_signed = Quantile(signed_e, 0.5);
   return s;
 }
 
 PlanRequest RequestFor(const ReferenceCase& c, const PerfParams& params) {
   PlanRequest req;
-  auto fw = params.FindFramework(c.source == "alpa" ? "alpa" : "megatron");
-  req.framework = fw.ok() ? *fw : nullptr;
+  if (!c.framework.empty()) {
+    auto fw = params.FindFramework(c.framework);
+    req.framework = fw.ok() ? *fw : nullptr;
+  }
   req.model = &c.model;
   req.topology = c.topology;
   req.gpus = c.gpus;
@@ -47,11 +49,34 @@ PlanRequest RequestFor(const ReferenceCase& c, const PerfParams& params) {
   req.num_micro_batches = c.num_micro_batches;
   req.virtual_stages = c.virtual_stages;
   req.recompute = c.recompute;
+  req.zero = c.zero;
   // Published Megatron runs state their plan and did not shard the
   // optimizer unless they say so.
-  if (c.source != "alpa" && c.tp > 0) req.max_zero = 0;
+  if (c.zero < 0 && c.framework == "megatron" && c.tp > 0) req.max_zero = 0;
   return req;
 }
+
+CaseResult Evaluate(const ReferenceCase& c, const Estimator& estimator) {
+  CaseResult r;
+  r.ref = &c;
+  r.measured_s = c.measured_iteration_s;
+  auto plans = SearchPlans(estimator, RequestFor(c, estimator.params()));
+  if (!plans.ok()) {
+    r.reason = plans.status().message();
+  } else if (plans->plans.empty()) {
+    r.reason = plans->reason;
+  } else {
+    r.predicted = true;
+    r.estimate = plans->plans.front();
+    r.predicted_s = r.estimate.iteration_time_s;
+    r.time_error = r.predicted_s / r.measured_s - 1;
+    r.throughput_error = r.measured_s / r.predicted_s - 1;
+  }
+  if (!r.predicted) r.throughput_error = -1;  // it ran: "does not fit" is a 100% error
+  return r;
+}
+
+bool Alpa(const ReferenceCase& c) { return c.framework == "alpa"; }
 
 }  // namespace
 
@@ -70,6 +95,8 @@ Result<ReferenceSet> LoadReferences(const ReferenceFiles& files, double arena_ne
     return NotFound("reference data not found: " + files.calibration_csv +
                     " (set TESSEL_DATA or --data to the shared data folder)");
   TESSEL_RETURN_IF_ERROR(LoadCalibrationCsv(files.calibration_csv, &set));
+  if (files.embedded_published)
+    TESSEL_RETURN_IF_ERROR(LoadThroughputCsvText(EmbeddedPublishedCsv(), "published.csv", &set));
   for (const auto& db : files.arena_databases) {
     if (!std::filesystem::exists(db)) return NotFound("reference data not found: " + db);
     TESSEL_RETURN_IF_ERROR(LoadArenaDatabase(db, arena_network_gbps, &set));
@@ -77,117 +104,166 @@ Result<ReferenceSet> LoadReferences(const ReferenceFiles& files, double arena_ne
   return set;
 }
 
-AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estimator) {
-  AccuracyReport rep;
-  rep.skipped = refs.skipped;
-  rep.infeasible_measured = refs.infeasible_measured;
-  for (const auto& c : refs.cases) {
-    CaseResult r;
-    r.ref = &c;
-    r.measured_s = c.measured_iteration_s;
-    auto plans = SearchPlans(estimator, RequestFor(c, estimator.params()));
-    if (!plans.ok()) {
-      r.reason = plans.status().message();
-    } else if (plans->plans.empty()) {
-      r.reason = plans->reason;
-    } else {
-      r.predicted = true;
-      r.estimate = plans->plans.front();
-      r.predicted_s = r.estimate.iteration_time_s;
-      r.time_error = r.predicted_s / r.measured_s - 1;
-      r.throughput_error = r.measured_s / r.predicted_s - 1;
-    }
-    if (!r.predicted) rep.not_predicted++;
-    rep.results.push_back(std::move(r));
-  }
-  std::map<std::string, std::vector<const CaseResult*>> by_gen, by_src, by_both;
+void Summarize(AccuracyReport* rep) {
+  std::map<std::string, std::vector<const CaseResult*>> by_arch, by_fw, by_src, by_both;
   std::vector<const CaseResult*> all;
-  for (const auto& r : rep.results) {
-    if (!r.predicted) continue;
-    by_gen[r.ref->gpu_generation].push_back(&r);
+  rep->not_predicted = 0;
+  for (const auto& r : rep->results) {
+    if (!r.predicted) rep->not_predicted++;
+    std::string fw = r.predicted ? r.estimate.framework : (r.ref->framework.empty() ? "default" : r.ref->framework);
+    by_arch[r.ref->arch].push_back(&r);
+    by_fw[fw].push_back(&r);
     by_src[r.ref->source].push_back(&r);
-    by_both[r.ref->gpu_generation + "/" + r.ref->source].push_back(&r);
+    by_both[r.ref->arch + "/" + fw].push_back(&r);
     all.push_back(&r);
   }
-  for (const auto& [g, rs] : by_gen) rep.by_generation.push_back(Stats(g, rs));
-  for (const auto& [g, rs] : by_src) rep.by_source.push_back(Stats(g, rs));
-  for (const auto& [g, rs] : by_both) rep.by_generation_and_source.push_back(Stats(g, rs));
-  rep.overall = Stats("all", all);
+  rep->by_arch.clear();
+  rep->by_framework.clear();
+  rep->by_source.clear();
+  rep->by_arch_and_framework.clear();
+  for (const auto& [g, rs] : by_arch) rep->by_arch.push_back(Stats(g, rs));
+  for (const auto& [g, rs] : by_fw) rep->by_framework.push_back(Stats(g, rs));
+  for (const auto& [g, rs] : by_src) rep->by_source.push_back(Stats(g, rs));
+  for (const auto& [g, rs] : by_both) rep->by_arch_and_framework.push_back(Stats(g, rs));
+  rep->overall = Stats("all", all);
+}
+
+AccuracyReport EvaluateCases(const std::vector<const ReferenceCase*>& cases, const Estimator& estimator) {
+  AccuracyReport rep;
+  for (const ReferenceCase* c : cases) rep.results.push_back(Evaluate(*c, estimator));
+  Summarize(&rep);
+  return rep;
+}
+
+AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estimator) {
+  std::vector<const ReferenceCase*> cases;
+  for (const auto& c : refs.cases) cases.push_back(&c);
+  AccuracyReport rep = EvaluateCases(cases, estimator);
+  rep.skipped = refs.skipped;
+  rep.infeasible_measured = refs.infeasible_measured;
   return rep;
 }
 
 namespace {
 
-// Median predicted/measured time ratio of the cases on `gpu` from tuned
-// stacks (alpa = false) or from Alpa (alpa = true).
-double MedianRatio(const AccuracyReport& rep, const std::string& gpu, bool alpa) {
-  std::vector<double> ratios;
-  for (const auto& r : rep.results)
-    if (r.predicted && r.ref->topology.gpu->name == gpu && (r.ref->source == "alpa") == alpa)
-      ratios.push_back(r.predicted_s / r.measured_s);
-  return ratios.empty() ? 0.0 : Quantile(ratios, 0.5);
-}
-
-GpuEfficiency* Find(std::vector<GpuEfficiency>& v, const std::string& gpu) {
-  for (auto& e : v)
-    if (e.gpu == gpu) return &e;
+ArchEfficiency* FindArch(PerfParams& p, const std::string& arch) {
+  for (auto& a : p.archs)
+    if (a.arch == arch) return &a;
   return nullptr;
 }
 
+FrameworkProfile* FindFw(PerfParams& p, const std::string& name) {
+  for (auto& f : p.frameworks)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+// Median predicted/measured time ratio of the rows selected by `pick`
+// (rows without a fitting plan count as far too slow a prediction: 2).
+template <typename Pick>
+double MedianRatio(const std::vector<CaseResult>& results, Pick pick) {
+  std::vector<double> ratios;
+  for (const auto& r : results)
+    if (pick(*r.ref)) ratios.push_back(r.predicted ? r.predicted_s / r.measured_s : 2.0);
+  return ratios.empty() ? 0.0 : Quantile(ratios, 0.5);
+}
+
+constexpr double kAlpaFloor = 0.2, kAlpaCeiling = 1.0;
+
 }  // namespace
 
-PerfParams FitGemmEfficiency(const ReferenceSet& refs, const PerfParams& start, int iterations) {
+PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfParams& start, int iterations) {
   PerfParams p = start;
-  // GPU types measured by well-tuned stacks (Megatron, NVIDIA reference
-  // code) define the hardware's efficiency. Alpa's runs fit Alpa's own
-  // efficiency per GPU type; the median of Alpa/tuned over the types both
-  // measured is Alpa's kernel factor, which also gives the hardware
-  // efficiency of types only Alpa measured.
-  std::vector<std::string> tuned, alpa;
-  for (const auto& c : refs.cases) {
-    const std::string& g = c.topology.gpu->name;
-    auto& list = c.source == "alpa" ? alpa : tuned;
-    if (std::find(list.begin(), list.end(), g) == list.end()) list.push_back(g);
-  }
-  std::sort(tuned.begin(), tuned.end());
-  std::sort(alpa.begin(), alpa.end());
-  FrameworkProfile* fw = nullptr;
-  for (auto& f : p.frameworks)
-    if (f.name == "alpa") fw = &f;
-  for (const auto& g : tuned)
-    if (!Find(p.gpus, g)) p.gpus.push_back({g, p.fallback.gemm, p.fallback.memory});
-  if (fw != nullptr)
-    for (const auto& g : alpa)
-      if (!Find(fw->measured, g)) fw->measured.push_back({g, p.fallback.gemm * fw->kernel_efficiency, p.fallback.memory});
+  std::set<std::string> tuned, alpa_only;
+  for (const ReferenceCase* c : cases)
+    if (!Alpa(*c)) tuned.insert(c->arch);
+  for (const ReferenceCase* c : cases)
+    if (Alpa(*c) && !tuned.count(c->arch)) alpa_only.insert(c->arch);
+  FrameworkProfile* alpa = FindFw(p, "alpa");
+  bool alpa_rows_on_tuned = false;
+  for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
+  for (auto& a : p.archs) a.fitted = tuned.count(a.arch) || (alpa_only.count(a.arch) && alpa_rows_on_tuned);
+
   for (int it = 0; it < iterations; ++it) {
     Estimator est(p);
-    AccuracyReport rep = EvaluateAccuracy(refs, est);
-    for (const auto& g : tuned) {
-      double r = MedianRatio(rep, g, false);
-      if (r > 0) Find(p.gpus, g)->gemm = std::clamp(Find(p.gpus, g)->gemm * r, 0.05, 0.95);
+    AccuracyReport rep = EvaluateCases(cases, est);
+    // Damped multiplicative steps: the time is only partly GEMM time.
+    auto step = [](double value, double ratio, double lo, double hi) {
+      if (ratio <= 0) return value;
+      return std::clamp(value * std::pow(ratio, 1.2), lo, hi);
+    };
+    for (const auto& arch : tuned) {
+      ArchEfficiency* a = FindArch(p, arch);
+      if (a == nullptr) continue;
+      double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return !Alpa(c) && c.arch == arch; });
+      a->gemm = step(a->gemm, r, a->gemm_floor, a->gemm_ceiling);
     }
-    if (fw != nullptr)
-      for (const auto& g : alpa) {
-        double r = MedianRatio(rep, g, true);
-        if (r > 0) Find(fw->measured, g)->gemm = std::clamp(Find(fw->measured, g)->gemm * r, 0.02, 0.95);
+    if (alpa != nullptr && alpa_rows_on_tuned) {
+      double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch); });
+      alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
+      for (const auto& arch : alpa_only) {
+        ArchEfficiency* a = FindArch(p, arch);
+        if (a == nullptr) continue;
+        double ra = MedianRatio(rep.results, [&](const ReferenceCase& c) { return c.arch == arch; });
+        a->gemm = step(a->gemm, ra, a->gemm_floor, a->gemm_ceiling);
       }
-  }
-  if (fw != nullptr) {
-    std::vector<double> factors;
-    for (const auto& g : alpa)
-      if (std::find(tuned.begin(), tuned.end(), g) != tuned.end())
-        factors.push_back(Find(fw->measured, g)->gemm / Find(p.gpus, g)->gemm);
-    if (!factors.empty()) fw->kernel_efficiency = Quantile(factors, 0.5);
-    for (const auto& g : alpa) {
-      if (std::find(tuned.begin(), tuned.end(), g) != tuned.end()) continue;
-      double hw = std::min(0.95, Find(fw->measured, g)->gemm / fw->kernel_efficiency);
-      if (GpuEfficiency* e = Find(p.gpus, g)) e->gemm = hw;
-      else p.gpus.push_back({g, hw, p.fallback.memory});
     }
-    std::sort(fw->measured.begin(), fw->measured.end(), [](const auto& a, const auto& b) { return a.gpu < b.gpu; });
   }
-  std::sort(p.gpus.begin(), p.gpus.end(), [](const auto& a, const auto& b) { return a.gpu < b.gpu; });
+  // Architectures without rows: the fitted ones' median fraction of ceiling.
+  std::vector<double> fractions;
+  for (const auto& a : p.archs)
+    if (a.fitted) fractions.push_back(a.gemm / a.gemm_ceiling);
+  if (!fractions.empty()) {
+    double f = Quantile(fractions, 0.5);
+    for (auto& a : p.archs)
+      if (!a.fitted) a.gemm = std::clamp(f * a.gemm_ceiling, a.gemm_floor, a.gemm_ceiling);
+    p.fallback.gemm = std::clamp(f * p.fallback.gemm_ceiling, p.fallback.gemm_floor, p.fallback.gemm_ceiling);
+  }
   return p;
+}
+
+PerfParams FitParams(const ReferenceSet& refs, const PerfParams& start, int iterations) {
+  std::vector<const ReferenceCase*> cases;
+  for (const auto& c : refs.cases) cases.push_back(&c);
+  return FitParams(cases, start, iterations);
+}
+
+std::vector<std::string> ParamsOnBounds(const PerfParams& p) {
+  std::vector<std::string> out;
+  auto near = [](double v, double bound) { return std::fabs(v - bound) <= 0.005 * bound; };
+  for (const auto& a : p.archs) {
+    if (!a.fitted) continue;
+    if (near(a.gemm, a.gemm_ceiling)) out.push_back(a.arch + ".gemm = " + std::to_string(a.gemm) + " (ceiling)");
+    if (near(a.gemm, a.gemm_floor)) out.push_back(a.arch + ".gemm = " + std::to_string(a.gemm) + " (floor)");
+  }
+  for (const auto& f : p.frameworks) {
+    if (f.name != "alpa") continue;
+    if (near(f.kernel_efficiency, kAlpaCeiling) || near(f.kernel_efficiency, kAlpaFloor))
+      out.push_back("alpa.kernel_efficiency = " + std::to_string(f.kernel_efficiency) + " (bound)");
+  }
+  return out;
+}
+
+AccuracyReport CrossValidateBySource(const ReferenceSet& refs, const PerfParams& start, int iterations) {
+  std::set<std::string> sources;
+  for (const auto& c : refs.cases) sources.insert(c.source);
+  AccuracyReport rep;
+  for (const auto& held_out : sources) {
+    std::vector<const ReferenceCase*> train, test;
+    for (const auto& c : refs.cases) (c.source == held_out ? test : train).push_back(&c);
+    PerfParams fitted = FitParams(train, start, iterations);
+    Estimator est(fitted);
+    for (const ReferenceCase* c : test) rep.results.push_back(Evaluate(*c, est));
+  }
+  // Report rows in the references' order.
+  std::map<const ReferenceCase*, size_t> order;
+  for (size_t i = 0; i < refs.cases.size(); ++i) order[&refs.cases[i]] = i;
+  std::sort(rep.results.begin(), rep.results.end(),
+            [&](const CaseResult& a, const CaseResult& b) { return order[a.ref] < order[b.ref]; });
+  rep.skipped = refs.skipped;
+  rep.infeasible_measured = refs.infeasible_measured;
+  Summarize(&rep);
+  return rep;
 }
 
 }  // namespace tessel

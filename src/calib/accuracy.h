@@ -1,9 +1,14 @@
 // The accuracy report: the estimator (through the planner, which fills in
 // plan fields a reference leaves unstated) against every reference
-// measurement, with relative errors per row and their median and 90th
-// percentile per GPU generation and per source. Also the calibration of
-// per-GPU-type GEMM efficiency that `tessel calibrate` performs on the same
-// cases.
+// measurement, with the relative error of tokens/s (samples/s) per row and
+// its median and 90th percentile per GPU architecture, framework and source.
+// A run that ran but for which no plan fits is "called does not fit" and
+// counts as a 100% error.
+//
+// Also the calibration `tessel calibrate` performs: each GPU architecture's
+// GEMM efficiency (and Alpa's kernel efficiency) fitted within published
+// bounds, and leave-one-source-out cross-validation: fit on every source but
+// one, predict the one left out.
 #pragma once
 
 #include <map>
@@ -24,23 +29,24 @@ struct CaseResult {
   double predicted_s = 0;
   double measured_s = 0;
   double time_error = 0;     // predicted / measured - 1 (iteration time)
-  double throughput_error = 0;  // measured / predicted - 1 (tokens/s, samples/s)
+  double throughput_error = 0;  // predicted / measured - 1 (tokens/s); -1 when not predicted
 };
 
 struct ErrorStats {
   std::string group;
   int rows = 0;
-  double median_abs = 0;      // |time error|
+  int does_not_fit = 0;       // rows that ran but were called "does not fit"
+  double median_abs = 0;      // |throughput error|, unpredicted rows at 100%
   double p90_abs = 0;
-  double median_signed = 0;   // bias: > 0 means the estimator is slow
-  double median_abs_throughput = 0;
+  double median_signed = 0;   // bias: > 0 means the estimator is too fast
 };
 
 struct AccuracyReport {
   std::vector<CaseResult> results;
-  std::vector<ErrorStats> by_generation;
+  std::vector<ErrorStats> by_arch;
+  std::vector<ErrorStats> by_framework;
   std::vector<ErrorStats> by_source;
-  std::vector<ErrorStats> by_generation_and_source;  // "a100/megatron"
+  std::vector<ErrorStats> by_arch_and_framework;  // "ampere/megatron"
   ErrorStats overall;
   std::vector<SkippedCase> skipped;
   int infeasible_measured = 0;
@@ -52,6 +58,7 @@ struct ReferenceFiles {
   std::string calibration_csv;
   std::vector<std::string> arena_databases;
   std::string comm_dir;
+  bool embedded_published = true;  // data/measured/published.csv (built in)
   static ReferenceFiles Under(const std::string& data_dir);
 };
 
@@ -60,9 +67,26 @@ Result<ReferenceSet> LoadReferences(const ReferenceFiles& files, double arena_ne
 
 // Predicts each case with `estimator` and summarises the errors.
 AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estimator);
+// The same for some of the cases (pointers into a ReferenceSet that outlives
+// the report).
+AccuracyReport EvaluateCases(const std::vector<const ReferenceCase*>& cases, const Estimator& estimator);
+// Recomputes the grouped statistics of `rep.results`.
+void Summarize(AccuracyReport* rep);
 
-// Per-GPU-type GEMM efficiency fitted so that the median time ratio of each
-// type's cases is 1 (fixed-point iterations); other parameters unchanged.
-PerfParams FitGemmEfficiency(const ReferenceSet& refs, const PerfParams& start, int iterations = 6);
+// Fits each architecture's GEMM efficiency to the median time ratio of its
+// rows from vendor-library frameworks, Alpa's kernel efficiency to its rows
+// on architectures others measured, and architectures only Alpa measured
+// through that factor; every value stays inside its bounds. Architectures
+// without rows get the median fraction of ceiling of the fitted ones.
+PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfParams& start, int iterations = 8);
+PerfParams FitParams(const ReferenceSet& refs, const PerfParams& start, int iterations = 8);
+
+// Fitted values lying on (within 0.5% of) a bound, as "ampere.gemm = 0.9
+// (ceiling)"; empty when none.
+std::vector<std::string> ParamsOnBounds(const PerfParams& p);
+
+// Leave-one-source-out: for each source, fit on the others (from `start`)
+// and predict its rows. The report's rows are all held-out predictions.
+AccuracyReport CrossValidateBySource(const ReferenceSet& refs, const PerfParams& start, int iterations = 8);
 
 }  // namespace tessel

@@ -1,5 +1,6 @@
 #include "calib/reference.h"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <regex>
@@ -55,10 +56,50 @@ int IntOr0(const CsvTable& t, const CsvRow& r, const char* col, Status* st) {
   return v->has_value() ? static_cast<int>(std::lround(**v)) : 0;
 }
 
+// A short, stable id per publication: leave-one-source-out CV groups on it.
+std::string SourceId(const std::string& text) {
+  static const std::pair<const char*, const char*> kKnown[] = {
+      {"Narayanan et al. 2021", "narayanan2021"},
+      {"NVIDIA/Megatron-LM README (Sep 2020)", "megatron-readme-2020"},
+      {"NVIDIA/Megatron-LM README 'Performance Benchmarking'", "megatron-core-readme-h100"},
+      {"NVIDIA/Megatron-LM README strong-scaling", "megatron-core-readme-h100"},
+      {"Korthikanti et al. 2022", "korthikanti2022"},
+      {"NVIDIA DeepLearningExamples BERT", "dle-bert"},
+      {"NVIDIA DeepLearningExamples ResNet", "dle-resnet50"},
+  };
+  for (const auto& [prefix, id] : kKnown)
+    if (StartsWith(text, prefix)) return id;
+  // published.csv states ids; anything else: a slug of its first words.
+  std::string slug;
+  for (char ch : ToLower(text)) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) slug += ch;
+    else if (!slug.empty() && slug.back() != '-') slug += '-';
+    if (slug.size() >= 40) break;
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug.empty() ? "unknown" : slug;
+}
+
+// The framework column -> a PerfParams framework ("" = by plan).
+std::string FrameworkName(const std::string& text) {
+  std::string l = ToLower(text);
+  if (Contains(l, "deepspeed")) return "deepspeed";
+  if (Contains(l, "fsdp")) return "fsdp";
+  if (Contains(l, "alpa")) return "alpa";
+  if (Contains(l, "megatron") || Contains(l, "nemo") || Contains(l, "pytorch (nvidia")) return "megatron";
+  return "";
+}
+
 }  // namespace
 
 Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
-  auto table = CsvTable::ReadFile(path);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return LoadThroughputCsvText(*text, path, out);
+}
+
+Status LoadThroughputCsvText(std::string_view text, const std::string& path, ReferenceSet* out) {
+  auto table = CsvTable::Parse(text, path);
   if (!table.ok()) return table.status();
   const CsvTable& t = *table;
   for (const char* col : {"row_id", "model", "layers", "hidden", "heads", "seq_len", "global_batch_seqs",
@@ -67,10 +108,23 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
                           "samples_per_s", "iter_time_s", "notes"}) {
     if (!t.HasColumn(col)) return InvalidArgument(path + ": missing column '" + col + "'");
   }
+  const std::string file = std::filesystem::path(path).filename().string();
+  auto opt = [&](const CsvRow& row, const char* col) -> std::string {
+    return t.HasColumn(col) ? t.Get(row, col) : std::string();
+  };
+  auto opt_num = [&](const CsvRow& row, const char* col, Status* st) -> std::optional<double> {
+    if (!t.HasColumn(col)) return std::nullopt;
+    auto v = t.GetOptionalDouble(row, col);
+    if (!v.ok()) {
+      *st = v.status();
+      return std::nullopt;
+    }
+    return *v;
+  };
   static const std::regex kVocab("vocab (?:size )?([0-9]+)");
   for (const auto& row : t.rows()) {
     Status st;
-    std::string id = "calibration.csv:" + t.Get(row, "row_id");
+    std::string id = file + ":" + t.Get(row, "row_id");
     std::string name = t.Get(row, "model");
     int layers = IntOr0(t, row, "layers", &st), hidden = IntOr0(t, row, "hidden", &st),
         heads = IntOr0(t, row, "heads", &st), seq = IntOr0(t, row, "seq_len", &st);
@@ -81,6 +135,10 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
     auto tflops = t.GetOptionalDouble(row, "tflops_per_gpu");
     auto sps = t.GetOptionalDouble(row, "samples_per_s");
     auto iter = t.GetOptionalDouble(row, "iter_time_s");
+    auto kv_heads = opt_num(row, "kv_heads", &st), ffn = opt_num(row, "ffn_hidden", &st),
+         vocab = opt_num(row, "vocab", &st), zero = opt_num(row, "sharding_zero", &st),
+         cp = opt_num(row, "cp", &st), tok_gpu = opt_num(row, "tokens_per_s_per_gpu", &st),
+         tok_total = opt_num(row, "tokens_per_s_total", &st);
     if (!st.ok()) return st;
     if (!tflops.ok()) return tflops.status();
     if (!sps.ok()) return sps.status();
@@ -89,10 +147,15 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
 
     ReferenceCase c;
     c.id = id;
-    c.source = Contains(ToLower(t.Get(row, "framework")), "megatron") ? "megatron" : "nvidia-dle";
+    c.source = SourceId(t.Get(row, "source"));
+    c.framework = FrameworkName(opt(row, "framework"));
     auto hw = ParseHardware(t.Get(row, "gpu_type"));
     if (!hw.ok()) {
       out->skipped.push_back({id, hw.status().message()});
+      continue;
+    }
+    if (cp && *cp > 1) {
+      out->skipped.push_back({id, "context parallelism (cp > 1) is not modelled"});
       continue;
     }
     c.topology.gpu = hw->first;
@@ -100,6 +163,7 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
     c.topology.intra = hw->second->intra;
     c.topology.network_gbps = hw->second->network_gbps;
     c.gpu_generation = Split(hw->first->name, '-')[0];
+    c.arch = hw->first->arch;
     c.gpus = n;
     std::string lname = ToLower(name);
     if (Contains(lname, "resnet-50")) {
@@ -114,13 +178,17 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
       f.hidden = hidden;
       f.heads = heads;
       f.seq_len = seq;
+      if (kv_heads) f.kv_heads = static_cast<int>(std::lround(*kv_heads));
+      if (ffn) f.ffn_hidden = static_cast<int>(std::lround(*ffn));
       std::smatch mv;
       std::string notes = t.Get(row, "notes");
-      f.vocab = std::regex_search(notes, mv, kVocab) ? std::stoi(mv[1]) : (Contains(lname, "bert") ? 30522 : 51200);
+      if (vocab) f.vocab = static_cast<int>(std::lround(*vocab));
+      else f.vocab = std::regex_search(notes, mv, kVocab) ? std::stoi(mv[1]) : (Contains(lname, "bert") ? 30522 : 51200);
       auto m = ResolveModel("custom", f);
       if (!m.ok()) return InvalidArgument(id + ": " + m.status().message());
       c.model = *m;
       c.model.name = name;
+      if (ToLower(opt(row, "ffn_kind")) == "swiglu") c.model.tf.gated_ffn = true;
       if (Contains(lname, "bert")) {
         c.model.tf.causal = false;
         c.model.tf.tied_embeddings = true;
@@ -132,6 +200,7 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
     c.virtual_stages = vp;
     c.micro_batch = mb;
     c.num_micro_batches = accum;
+    if (zero) c.zero = static_cast<int>(std::lround(*zero));
     std::string rc = ToLower(t.Get(row, "recompute"));
     std::string basis = ToLower(t.Get(row, "tflops_basis"));
     if (StartsWith(rc, "full")) c.recompute = Recompute::kFull;
@@ -142,6 +211,7 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
       c.note += "recompute not stated; full, as the row's FLOP basis includes it. ";
     }
     auto prec = ParsePrecisionText(t.Get(row, "precision"));
+    if (Contains(ToLower(t.Get(row, "precision")), "fp8")) prec = Precision::kFp8;
     if (!prec) {
       prec = hw->first->bf16_tflops > 0 ? Precision::kBf16 : Precision::kFp16;
       c.note += std::string("precision not stated; ") + PrecisionName(*prec) + ". ";
@@ -154,19 +224,28 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
     if (gb > 0) c.global_batch = gb;
     else if (c.micro_batch > 0 && c.num_micro_batches > 0 && dp > 0) c.global_batch = c.micro_batch * c.num_micro_batches * dp;
     else if (c.micro_batch > 0 && dp > 0) c.global_batch = c.micro_batch * std::max(1, accum) * dp;
+    else if (c.micro_batch > 0 && tp > 0 && pp > 0 && n % (tp * pp) == 0 && pp == 1) {
+      c.global_batch = c.micro_batch * (n / tp);
+      c.note += "global batch not stated; one micro-batch per replica. ";
+    }
+    const double tokens_per_sample = c.model.TokensPerSample();
     // The measured iteration time.
     if (iter->has_value()) {
       c.measured_iteration_s = **iter;
+    } else if (tok_gpu && c.global_batch > 0) {
+      c.measured_iteration_s = c.global_batch * tokens_per_sample / (*tok_gpu * n);
+    } else if (tok_total && c.global_batch > 0) {
+      c.measured_iteration_s = c.global_batch * tokens_per_sample / *tok_total;
     } else if (sps->has_value() && c.global_batch > 0) {
       c.measured_iteration_s = c.global_batch / **sps;
     } else if (tflops->has_value() && c.global_batch > 0 && c.model.kind == ModelKind::kTransformer) {
-      bool with_recompute = Contains(basis, "recompute") && !Contains(basis, "mfu");
+      bool with_recompute = Contains(basis, "recompute") && !Contains(basis, "mfu") && !Contains(basis, "without");
       const auto& s = c.model.tf;
       double flops = MegatronFlopsPerIteration(c.global_batch, s.seq_len, s.layers, s.hidden, s.vocab, with_recompute);
       c.measured_iteration_s = flops / (**tflops * 1e12 * n);
       c.note += std::string("time from TFLOP/s via the Megatron formula") + (with_recompute ? " (with recompute). " : ". ");
     } else {
-      out->skipped.push_back({id, c.global_batch > 0 ? "no time, throughput or TFLOP/s result"
+      out->skipped.push_back({id, c.global_batch > 0 ? "no time, throughput or TFLOP/s result with a known FLOP basis"
                                                      : "global batch and micro-batch not stated"});
       continue;
     }
@@ -194,9 +273,11 @@ Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, Ref
     const ArenaMesh& am = e.mesh;
     ReferenceCase c;
     c.id = file + ":" + e.key + "@" + e.mesh_name;
-    c.source = "alpa";
+    c.source = file == "prof_database.json" ? "arena-prof-db" : "arena-prof-db-h100-l20";
+    c.framework = "alpa";
     c.model = **model;
     c.gpu_generation = am.gpu_token;
+    c.arch = am.gpu->arch;
     c.topology.gpu = am.gpu;
     c.topology.gpus_per_node = am.gpus_per_host;
     c.topology.intra = am.node->intra;

@@ -23,8 +23,14 @@ namespace tessel {
 
 struct ReferenceCase {
   std::string id;      // "calibration.csv:23", "prof_database.json:bert_1.3B_128@1_a100_1_n_4_d"
-  std::string source;  // "megatron", "nvidia-dle", "alpa"
+  // The publication (leave-one-source-out groups on it): "narayanan2021",
+  // "dle-bert", "arena-prof-db", or published.csv's own ids.
+  std::string source;
   std::string gpu_generation;  // "a100", "v100", "h100", "a40", "a10", "l20"
+  std::string arch;            // the GPU's architecture: "ampere", "hopper", ...
+  // The framework that ran it (a PerfParams framework name); empty = the
+  // default the plan implies.
+  std::string framework;
   ModelSpec model;
   Topology topology;
   int gpus = 1;
@@ -32,6 +38,7 @@ struct ReferenceCase {
   // Known plan fields; 0 / nullopt = unknown, chosen by the planner.
   int tp = 0, pp = 0, dp = 0, micro_batch = 0, num_micro_batches = 0, virtual_stages = 0;
   std::optional<Recompute> recompute;
+  int zero = -1;  // ZeRO stage; -1 = unknown
   Precision precision = Precision::kBf16;
   double measured_iteration_s = 0;
   std::string note;  // assumptions made reading the row
@@ -52,6 +59,12 @@ struct ReferenceSet {
 // listed in `skipped` with the reason. Malformed numbers are errors
 // (file:line: column).
 Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out);
+// The same for text in the same format (published.csv's superset of
+// columns: kv_heads, ffn_hidden, ffn_kind, vocab, sharding_zero, cp,
+// tokens_per_s_per_gpu, ...); `file` names it in ids and errors.
+Status LoadThroughputCsvText(std::string_view text, const std::string& file, ReferenceSet* out);
+// data/measured/published.csv, embedded at build time.
+std::string_view EmbeddedPublishedCsv();
 // Reads an Arena/Alpa profile database (either format).
 Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, ReferenceSet* out);
 

@@ -21,13 +21,19 @@ std::string Pct(double v) { return FormatDouble(100 * v, 3) + "%"; }
 void AddStatsRows(TextTable& t, const std::vector<ErrorStats>& stats) {
   for (const auto& s : stats)
     t.AddRow({s.group, std::to_string(s.rows), Pct(s.median_abs), Pct(s.p90_abs), Pct(s.median_signed),
-              Pct(s.median_abs_throughput)});
+              std::to_string(s.does_not_fit)});
 }
 
 nlohmann::json StatsJson(const ErrorStats& s) {
-  return {{"group", s.group}, {"rows", s.rows}, {"median_abs_time_error", s.median_abs},
-          {"p90_abs_time_error", s.p90_abs}, {"median_signed_time_error", s.median_signed},
-          {"median_abs_throughput_error", s.median_abs_throughput}};
+  return {{"group", s.group}, {"rows", s.rows}, {"median_abs_error", s.median_abs},
+          {"p90_abs_error", s.p90_abs}, {"median_signed_error", s.median_signed},
+          {"does_not_fit", s.does_not_fit}};
+}
+
+nlohmann::json StatsListJson(const std::vector<ErrorStats>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& s : v) a.push_back(StatsJson(s));
+  return a;
 }
 
 }  // namespace
@@ -40,48 +46,59 @@ double ArenaNetworkGbps() {
 std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   std::string out;
   if (rows) {
-    TextTable t({"id", "model", "gpus", "plan (chosen)", "measured s", "predicted s", "time err"});
+    TextTable t({"id", "source", "model", "gpus", "plan (chosen)", "framework", "measured s", "predicted s",
+                 "tput err"});
     for (const auto& r : rep.results) {
       const auto& c = *r.ref;
-      t.AddRow({c.id, c.model.name, std::to_string(c.gpus) + "x" + c.topology.gpu->name,
-                r.predicted ? r.estimate.plan.ToString() : "none: " + r.reason.substr(0, 60),
-                FormatDouble(r.measured_s, 4), r.predicted ? FormatDouble(r.predicted_s, 4) : "-",
-                r.predicted ? Pct(r.time_error) : "-"});
+      t.AddRow({c.id, c.source, c.model.name, std::to_string(c.gpus) + "x" + c.topology.gpu->name,
+                r.predicted ? r.estimate.plan.ToString() : "does not fit: " + r.reason.substr(0, 60),
+                r.predicted ? r.estimate.framework : "-", FormatDouble(r.measured_s, 4),
+                r.predicted ? FormatDouble(r.predicted_s, 4) : "-", Pct(r.throughput_error)});
     }
     out += t.Render() + "\n";
   }
-  TextTable g({"gpu generation", "rows", "median |err|", "p90 |err|", "median bias", "median |tput err|"});
-  AddStatsRows(g, rep.by_generation);
-  AddStatsRows(g, {rep.overall});
-  out += "Iteration-time error by GPU generation (err = predicted/measured - 1):\n" + g.Render() + "\n";
-  TextTable s({"source", "rows", "median |err|", "p90 |err|", "median bias", "median |tput err|"});
-  AddStatsRows(s, rep.by_source);
-  out += "By source:\n" + s.Render();
-  TextTable b({"generation/source", "rows", "median |err|", "p90 |err|", "median bias", "median |tput err|"});
-  AddStatsRows(b, rep.by_generation_and_source);
-  out += "\nBy GPU generation and source:\n" + b.Render();
-  out += "\n" + std::to_string(rep.results.size()) + " reference rows compared, " +
-         std::to_string(rep.not_predicted) + " without a fitting plan, " + std::to_string(rep.skipped.size()) +
-         " skipped (no shape or result), " + std::to_string(rep.infeasible_measured) +
-         " Alpa entries measured out-of-memory.\n";
+  const std::vector<std::string> cols = {"rows", "median |err|", "p90 |err|", "median bias", "does not fit"};
+  auto table = [&](const char* title, const char* first, const std::vector<ErrorStats>& stats, bool overall) {
+    std::vector<std::string> h = {first};
+    h.insert(h.end(), cols.begin(), cols.end());
+    TextTable t(h);
+    AddStatsRows(t, stats);
+    if (overall) AddStatsRows(t, {rep.overall});
+    out += std::string(title) + "\n" + t.Render() + "\n";
+  };
+  table("Throughput (tokens/s, samples/s) error by GPU architecture (err = predicted/measured - 1; "
+        "a run called \"does not fit\" counts as 100%):",
+        "architecture", rep.by_arch, true);
+  table("By framework:", "framework", rep.by_framework, false);
+  table("By source:", "source", rep.by_source, false);
+  table("By architecture and framework:", "architecture/framework", rep.by_arch_and_framework, false);
+  out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
+         " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result), " +
+         std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
   return out;
 }
 
 CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
   struct Flags {
-    std::string data;
+    std::string data, cv = "none";
     ParamsFlag params;
     bool rows = false, json = false;
   };
   auto f = std::make_shared<Flags>();
   app.footer(
-      "Compare the estimator with published measurements (TESSEL_DATA/measured/calibration.csv)\n"
-      "and Alpa-measured iteration times (TESSEL_DATA/arena/database). Plan fields a reference\n"
-      "does not state are chosen by the planner (its best plan), as the measured system chose\n"
-      "its own. Prints the relative error per row (--rows) and its median and 90th percentile\n"
-      "per GPU generation and per source.");
+      "Compare the estimator with published measurements (TESSEL_DATA/measured/calibration.csv\n"
+      "and the built-in data/measured/published.csv) and Alpa-measured iteration times\n"
+      "(TESSEL_DATA/arena/database). Plan fields a reference does not state are chosen by the\n"
+      "planner (its best plan), as the measured system chose its own. Prints the relative\n"
+      "error of throughput per row (--rows) and its median and 90th percentile per GPU\n"
+      "architecture, framework and source.\n"
+      "--cv source: leave-one-source-out. For each source, the parameters are fitted (as\n"
+      "`tessel calibrate` does) on every other source and the source's rows predicted with\n"
+      "them: the error on measurements the estimator has never seen.");
   app.add_option("--data", f->data, "Shared data folder (default $TESSEL_DATA or ../shared/data)");
   f->params.Add(app);
+  app.add_option("--cv", f->cv, "Cross-validation: none (in-sample, default) or source (leave-one-source-out)")
+      ->check(CLI::IsMember({"none", "source"}));
   app.add_flag("--rows", f->rows, "Print every row");
   app.add_flag("--json", f->json, "Print JSON");
   return [io, f]() -> int {
@@ -96,23 +113,25 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       return refs.status().code() == StatusCode::kNotFound ? 1 : 2;
     }
     Estimator est(**params);
-    AccuracyReport rep = EvaluateAccuracy(*refs, est);
+    AccuracyReport rep = f->cv == "source" ? CrossValidateBySource(*refs, **params) : EvaluateAccuracy(*refs, est);
     if (f->json) {
       nlohmann::json j;
-      j["by_generation"] = nlohmann::json::array();
-      for (const auto& s : rep.by_generation) j["by_generation"].push_back(StatsJson(s));
-      j["by_source"] = nlohmann::json::array();
-      for (const auto& s : rep.by_source) j["by_source"].push_back(StatsJson(s));
+      j["cross_validation"] = f->cv;
+      j["by_arch"] = StatsListJson(rep.by_arch);
+      j["by_framework"] = StatsListJson(rep.by_framework);
+      j["by_source"] = StatsListJson(rep.by_source);
+      j["by_arch_and_framework"] = StatsListJson(rep.by_arch_and_framework);
       j["overall"] = StatsJson(rep.overall);
-      j["by_generation_and_source"] = nlohmann::json::array();
-      for (const auto& s : rep.by_generation_and_source) j["by_generation_and_source"].push_back(StatsJson(s));
       j["rows"] = nlohmann::json::array();
       for (const auto& r : rep.results) {
-        nlohmann::json row = {{"id", r.ref->id}, {"model", r.ref->model.name}, {"gpu", r.ref->topology.gpu->name},
-                              {"gpus", r.ref->gpus}, {"measured_s", r.measured_s}, {"note", r.ref->note}};
+        nlohmann::json row = {{"id", r.ref->id}, {"source", r.ref->source}, {"model", r.ref->model.name},
+                              {"gpu", r.ref->topology.gpu->name}, {"arch", r.ref->arch}, {"gpus", r.ref->gpus},
+                              {"measured_s", r.measured_s}, {"throughput_error", r.throughput_error},
+                              {"note", r.ref->note}};
         if (r.predicted) {
           row["predicted_s"] = r.predicted_s;
           row["time_error"] = r.time_error;
+          row["framework"] = r.estimate.framework;
           row["plan"] = PlanToJson(r.estimate.plan);
         } else {
           row["reason"] = r.reason;
@@ -123,6 +142,8 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       for (const auto& s : rep.skipped) j["skipped"].push_back({{"id", s.id}, {"reason", s.reason}});
       io.out << j.dump(2) << "\n";
     } else {
+      if (f->cv == "source")
+        io.out << "Leave-one-source-out: every row predicted with parameters fitted without its source.\n\n";
       io.out << RenderAccuracy(rep, f->rows);
     }
     return 0;

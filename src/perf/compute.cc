@@ -4,17 +4,23 @@
 
 namespace tessel {
 
+double DensePeakTflops(const GpuSpec& gpu, Precision precision) {
+  double peak = gpu.PeakTflops(precision);
+  if (precision == Precision::kFp32 && (gpu.sm_version == 86 || gpu.sm_version == 89)) peak /= 2;
+  return peak;
+}
+
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
                            const FrameworkProfile& framework) {
-  const GpuEfficiency& e = params.ForGpu(gpu.name);
-  peak_ = gpu.PeakTflops(precision) * 1e12;
-  const GpuEfficiency* own = framework.MeasuredOn(gpu.name);
-  gemm_eff_ = own ? own->gemm : std::min(0.98, e.gemm * framework.kernel_efficiency);
-  mem_bw_ = gpu.memory_bw_gbs * 1e9 * e.memory;
+  const ArchEfficiency& a = params.ForArch(gpu.arch);
+  peak_ = DensePeakTflops(gpu, precision) * 1e12;
+  gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency, 0.01, 1.0);
+  double attn = framework.attention == AttentionKernel::kBest ? a.attention_best : a.attention_fa2;
+  attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
+  mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;
   elem_bytes_ = ActivationBytes(precision);
   overhead_s_ = params.kernel_overhead_s;
   dim_half_ = params.gemm_dim_half;
-  attn_factor_ = params.fused_attention_factor;
 }
 
 double ComputeModel::Gemm(double m, double n, double k, double count) const {
@@ -29,7 +35,8 @@ double ComputeModel::FusedAttentionForward(double batch_heads, double seq, doubl
                                            bool causal) const {
   if (batch_heads <= 0) return 0.0;
   double flops = 4.0 * batch_heads * seq * seq * head_dim * (causal ? 0.5 : 1.0);
-  double eff = gemm_eff_ * attn_factor_ * U(seq) * U(head_dim);
+  // Published figures are at head dim 128 and long sequences.
+  double eff = attn_eff_ * U(head_dim) / U(128) * U(seq) / U(2048);
   return flops / (peak_ * eff) + overhead_s_;
 }
 

@@ -1,15 +1,25 @@
 // Roofline-with-efficiency model of GPU kernels. A GEMM runs at
-//   peak * eff_gpu * u(m) * u(n) * u(k),  u(x) = x / (x + gemm_dim_half)
+//   peak * eff_arch * k_fw * u(m) * u(n) * u(k),  u(x) = x / (x + gemm_dim_half)
 // or at the memory roofline, whichever is slower, plus a launch overhead;
-// elementwise kernels are memory-bound. eff_gpu is calibrated per GPU type
-// (params.h); u() makes small hidden sizes and micro-batches slower, as
-// tensor-core tiles go unfilled.
+// elementwise kernels are memory-bound on the part's own bandwidth. eff_arch
+// is the GPU architecture's fitted GEMM efficiency (params.h), k_fw the
+// framework's kernel efficiency (1 for cuBLAS-calling frameworks); u()
+// makes small hidden sizes and micro-batches slower, as tensor-core tiles go
+// unfilled. Fused attention runs at the architecture's published
+// FlashAttention fraction of peak.
 #pragma once
 
 #include "hardware/gpu.h"
 #include "perf/params.h"
 
 namespace tessel {
+
+// The dense peak the estimator plans with: the datasheet's, except that
+// fp32 on GA10x/Ada parts (sm_86, sm_89) counts one FP32 FMA pipe per SM
+// partition: their datasheet figure assumes the second pipe, which is
+// shared with INT32 and so unavailable to the address arithmetic of a GEMM
+// (NVIDIA Ampere GA102 whitepaper, "2x FP32").
+double DensePeakTflops(const GpuSpec& gpu, Precision precision);
 
 class ComputeModel {
  public:
@@ -21,23 +31,26 @@ class ComputeModel {
   double Gemm(double m, double n, double k, double count = 1) const;
   // Seconds for fused attention (FlashAttention-style) forward over
   // `batch_heads` heads of s x s scores with head dim d; `causal` halves work.
+  // The backward pass takes kFusedAttentionBackwardRatio times as long.
   double FusedAttentionForward(double batch_heads, double seq, double head_dim, bool causal) const;
+  static constexpr double kFusedAttentionBackwardRatio = 2.5;  // 5 matmuls vs 2, incl. recompute
   // Seconds for memory-bound kernels moving `bytes` in `kernels` launches.
   double Elementwise(double bytes, double kernels = 1) const;
 
   double PeakFlops() const { return peak_; }
   double elem_bytes() const { return elem_bytes_; }
   double MemoryBandwidth() const { return mem_bw_; }
+  double gemm_efficiency() const { return gemm_eff_; }
 
  private:
   double U(double x) const { return x / (x + dim_half_); }
   double peak_;        // FLOP/s
   double gemm_eff_;
+  double attn_eff_;    // fraction of peak of the framework's fused attention kernel
   double mem_bw_;      // achieved bytes/s
   double elem_bytes_;
   double overhead_s_;
   double dim_half_;
-  double attn_factor_;
 };
 
 }  // namespace tessel

@@ -61,7 +61,17 @@ struct Ctx {
   const PerfParams& params;
   int gpn;  // GPUs per node actually used by this job
   bool fused_attention;  // UsesFusedAttention(...) for this request
+  const FrameworkProfile& fw;
+  ActivationOptions act;  // what layers keep for backward
 };
+
+// The host issues kernels one after another; when a layer's kernels are
+// shorter than their launch cost the GPU waits (small models, eager
+// frameworks). Returns the layer's effective time.
+double HostBound(const Ctx& c, double gpu_s, double kernels) {
+  double host_s = (kernels * c.fw.launch_us + c.fw.layer_overhead_us) * 1e-6;
+  return std::max(gpu_s, host_s);
+}
 
 GroupShape TpGroup(const Ctx& c) {
   return {c.plan.tp, std::min(c.plan.tp, c.topo.gpus_per_node), std::max(1, c.gpn / c.plan.tp)};
@@ -87,25 +97,31 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   const double heads_local = s.heads / t;
   const bool fused = c.fused_attention;
   const double ffn_mats = s.gated_ffn ? 3.0 : 2.0;
+  const bool dropout = c.act.dropout;
+  const bool fused_ew = c.fw.fused_elementwise;
   LayerCost lc;
 
   // Forward GEMMs.
   double qkv = c.cm.Gemm(tokens, (h + 2 * kv) / t, h);
   double proj = c.cm.Gemm(tokens, h, h / t);
   double attn_fwd, attn_bwd, attn_recompute;
+  double attn_kernels;  // forward launches of the core attention
   if (fused) {
     attn_fwd = c.cm.FusedAttentionForward(p.micro_batch * heads_local, s.seq_len, dh, s.causal);
-    attn_bwd = 2.5 * attn_fwd;  // dQ, dK, dV plus the recomputed scores
+    attn_bwd = ComputeModel::kFusedAttentionBackwardRatio * attn_fwd;
     attn_recompute = 0;         // FlashAttention already recomputes
+    attn_kernels = 1;
   } else {
     double bh = p.micro_batch * heads_local;
     double score_gemms = c.cm.Gemm(s.seq_len, s.seq_len, dh, bh) + c.cm.Gemm(s.seq_len, dh, s.seq_len, bh);
-    // scale+mask+softmax (fused: read, write) and dropout (read, write, mask).
-    double score_bytes = bh * s.seq_len * static_cast<double>(s.seq_len) * (2 * e + 2 * e + 1);
-    double softmax = c.cm.Elementwise(score_bytes, 2);
+    // scale+mask+softmax (fused: read, write), dropout (read, write, mask).
+    double per_score = 2 * e + (dropout ? 2 * e + 1 : 0);
+    double score_bytes = bh * s.seq_len * static_cast<double>(s.seq_len) * per_score;
+    attn_kernels = 2 + (dropout ? 2 : 1) + (fused_ew ? 0 : 1);  // eager: mask and softmax apart
+    double softmax = c.cm.Elementwise(score_bytes * (fused_ew ? 1.0 : 1.5), attn_kernels - 2);
     attn_fwd = score_gemms + softmax;
     attn_bwd = 2 * score_gemms + 1.5 * softmax;
-    attn_recompute = p.recompute == Recompute::kSelective ? attn_fwd : 0;
+    attn_recompute = p.recompute == Recompute::kSelective && !c.act.op_level_selective ? attn_fwd : 0;
   }
   double ffn;
   double routed_tokens = tokens;
@@ -118,16 +134,34 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   } else {
     ffn = c.cm.Gemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.Gemm(tokens, h, f / t);
   }
-  // Memory-bound kernels: two layer norms, two dropout+residual pairs on the
-  // sequence-parallel shard, the FFN activation on the tensor-parallel shard.
+  // Memory-bound kernels on the sequence-parallel shard (token-wise) and the
+  // tensor-parallel shard (FFN activation). Per token and pass:
+  //  - two LayerNorms: read + write;
+  //  - two residual adds with the bias and dropout: fused (Megatron
+  //    bias-dropout-add) read 2, write 1 (+ mask); eager: the dropout and the
+  //    add are separate kernels, each reading and writing;
+  //  - the activation: GeLU read + write; SwiGLU reads gate and up, writes
+  //    one (fused) or runs SiLU and the product apart (eager).
   double sp = t;  // sequence parallelism splits token-wise ops when t > 1
-  double ew_bytes = tokens * h / sp * (2 * 2 * e + 2 * ((2 * e + 1) + 3 * e)) +
-                    routed_tokens * f / t * e * (s.gated_ffn ? 3.0 : 2.0);
-  double ew = c.cm.Elementwise(ew_bytes, 8);
+  double residual = dropout ? (fused_ew ? 3 * e + 1 : 2 * e + 1 + 3 * e) : 3 * e;
+  double act = s.gated_ffn ? (fused_ew ? 3 * e : 5 * e) : 2 * e;
+  double ew_bytes = tokens * h / sp * (2 * 2 * e + 2 * residual) + routed_tokens * f / t * act;
+  // Launches: 2 LayerNorms, 2 residual paths, the activation; eager adds the
+  // dropouts, the SwiGLU product and the q/k/v layout copies.
+  double ew_kernels = 5 + (fused_ew ? 0 : (dropout ? 2 : 0) + (s.gated_ffn ? 1 : 0) + 3);
+  if (!fused_ew) ew_bytes += tokens * (h + 2 * kv) / t * 2 * e;  // q, k, v made contiguous per head
+  double ew = c.cm.Elementwise(ew_bytes, ew_kernels);
   double gemm_fwd = qkv + proj + ffn;
-  lc.fwd_s = gemm_fwd + attn_fwd + ew;
-  lc.bwd_s = 2 * gemm_fwd + attn_bwd + 2 * ew;
+  double gemm_kernels = 4 + (moe ? 1 : 0) + (s.gated_ffn && !fused_ew ? 1 : 0);
+  double fwd_kernels = gemm_kernels + attn_kernels + ew_kernels;
+  // Backward: data and weight gradients per GEMM, the attention backward,
+  // about twice the elementwise launches.
+  double bwd_kernels = 2 * gemm_kernels + 2 * attn_kernels + 2 * ew_kernels;
+  lc.fwd_s = HostBound(c, gemm_fwd + attn_fwd + ew, fwd_kernels);
+  lc.bwd_s = HostBound(c, 2 * gemm_fwd + attn_bwd + 2 * ew, bwd_kernels);
   if (p.recompute == Recompute::kFull) lc.recompute_s = lc.fwd_s;
+  else if (p.recompute == Recompute::kSelective && c.act.op_level_selective)
+    lc.recompute_s = HostBound(c, gemm_fwd / 2 + ew, gemm_kernels / 2 + ew_kernels);  // every other matmul
   else lc.recompute_s = attn_recompute;
 
   // Tensor parallel: per layer 2 all-gathers + 2 reduce-scatters (sequence
@@ -154,14 +188,18 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   lc.params += moe ? (s.experts / static_cast<double>(p.ep)) * ffn_params / t + h * s.experts
                    : ffn_params / t;
 
-  lc.act_bytes = TransformerLayerActivationBytes(s, p.micro_batch, p.tp, p.recompute, p.precision,
-                                                 fused, moe);
-  lc.work_bytes = p.recompute == Recompute::kFull
-                      ? TransformerLayerActivationBytes(s, p.micro_batch, p.tp, Recompute::kNone,
-                                                        p.precision, fused, moe)
-                      : 0;
+  ActivationOptions ao = c.act;
+  ao.moe = moe;
+  lc.act_bytes = TransformerLayerActivationBytes(s, p.micro_batch, p.tp, ao);
+  ao.recompute = Recompute::kNone;
+  // Recomputing a layer materialises its activations again, one layer at a
+  // time (Megatron's selective recompute only the attention's, kept small).
+  bool rebuilds_layer = p.recompute == Recompute::kFull ||
+                        (p.recompute == Recompute::kSelective && c.act.op_level_selective);
+  lc.work_bytes = rebuilds_layer ? TransformerLayerActivationBytes(s, p.micro_batch, p.tp, ao) : 0;
   double layer_flops = TransformerLayerForwardFlopsPerToken(s, moe) * tokens / t;
   double re = p.recompute == Recompute::kFull ? 1.0
+              : (p.recompute == Recompute::kSelective && c.act.op_level_selective) ? 0.5
               : (p.recompute == Recompute::kSelective || fused)
                   ? 4.0 * s.seq_len * h / TransformerLayerForwardFlopsPerToken(s, moe)
                   : 0.0;
@@ -178,7 +216,7 @@ LayerCost EmbeddingCost(const Ctx& c) {
   lc.fwd_s = c.cm.Elementwise(tokens * s.hidden * c.cm.elem_bytes() * 2 / t, 2);
   lc.bwd_s = lc.fwd_s;
   lc.params = static_cast<double>(s.vocab) * s.hidden / t;
-  lc.act_bytes = tokens * s.hidden / t;  // dropout mask
+  lc.act_bytes = c.act.dropout ? tokens * s.hidden / t : 0;  // dropout mask
   return lc;
 }
 
@@ -198,8 +236,12 @@ LayerCost HeadCost(const Ctx& c) {
     lc.tp_bwd_s = c.coll.Time(Collective::kReduceScatter, bytes, TpGroup(c));
   }
   lc.params = (s.tied_embeddings ? 0.0 : static_cast<double>(s.vocab) * s.hidden / t) + 2 * s.hidden;
-  lc.act_bytes = tokens * s.hidden * c.cm.elem_bytes() / t;
-  lc.work_bytes = tokens * s.vocab / t * 4.0 * 2;  // fp32 logits and their gradient
+  // Kept: the final LayerNorm's input and output and, unless the loss is
+  // chunked, the fp32 softmax of the vocabulary shard (its gradient is
+  // computed in place); transient: the logits' 16-bit gradient.
+  const double v = static_cast<double>(s.vocab) / t;
+  lc.act_bytes = tokens * (2 * s.hidden * c.cm.elem_bytes() / t + (c.fw.chunked_loss ? 0.0 : 4.0 * v));
+  lc.work_bytes = c.fw.chunked_loss ? 0.0 : tokens * v * c.cm.elem_bytes();
   lc.hw_flops = 3 * 2.0 * tokens * s.hidden * s.vocab / t;
   return lc;
 }
@@ -264,7 +306,8 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
 }  // namespace
 
 bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const FrameworkProfile& framework) {
-  return framework.fused_attention && gpu.HasFusedAttention() && ActivationBytes(precision) == 2.0;
+  return framework.attention != AttentionKernel::kNone && gpu.HasFusedAttention() &&
+         ActivationBytes(precision) == 2.0;
 }
 
 Status ValidatePlan(const EstimateRequest& req) {
@@ -351,11 +394,17 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
   const Topology& topo = req.topology;
-  const FrameworkProfile& fw = req.framework ? *req.framework : params_.frameworks.front();
+  const FrameworkProfile& fw = req.framework ? *req.framework : DefaultFrameworkFor(params_, p.tp, p.pp, p.zero);
   ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
-  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus),
-        UsesFusedAttention(*topo.gpu, p.precision, fw)};
+  const bool fused_attention = UsesFusedAttention(*topo.gpu, p.precision, fw);
+  ActivationOptions act;
+  act.precision = p.precision;
+  act.fused_attention = fused_attention;
+  act.dropout = fw.dropout;
+  act.recompute = p.recompute;
+  act.op_level_selective = fw.op_level_selective;
+  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fused_attention, fw, act};
 
   // Stage costs. Transformers: the first, one middle (standing for the p-2
   // alike) and the last stage; CNNs: every stage of the balanced partition.
@@ -428,7 +477,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
   double dense_params = std::max(0.0, ws.params - expert_params);
   double dp_total = 0, dp_exposed = 0;
-  double overlap_window = params_.dp_overlap_fraction * (ws.bwd_s + ws.recompute_s);
+  // Frameworks that reduce gradients only after the last micro-batch
+  // (DeepSpeed's pipeline engine) hide nothing.
+  const double ov = fw.dp_overlap ? params_.dp_overlap_fraction : 0.0;
+  double overlap_window = ov * (ws.bwd_s + ws.recompute_s);
   auto sync = [&](double params, int group) -> std::pair<double, double> {
     if (group <= 1 || params <= 0) return {0.0, 0.0};
     GroupShape g = StridedGroup(c, group, p.tp);
@@ -438,14 +490,17 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
       double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
       double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
       double total = M * (2 * ag + rs);
-      double exposed = M * (std::max(0.0, ag - params_.dp_overlap_fraction * ws.fwd_s) +
-                            std::max(0.0, ag + rs - params_.dp_overlap_fraction * ws.bwd_s));
+      // Gathers prefetched `zero3_prefetch` layers ahead hide behind the
+      // compute of the layers before them; none hide without prefetch.
+      double pf = fw.zero3_prefetch > 0 ? params_.dp_overlap_fraction : 0.0;
+      double exposed = M * (std::max(0.0, ag - pf * ws.fwd_s) +
+                            std::max(0.0, ag + rs - pf * (ws.bwd_s + ws.recompute_s)));
       return {total, exposed};
     }
     if (p.zero >= 1) {
       double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
       double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
-      return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - params_.dp_overlap_fraction * ws.fwd_s)};
+      return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - ov * ws.fwd_s)};
     }
     double ar = coll.Time(Collective::kAllReduce, grad_bytes, g);
     return {ar, std::max(0.0, ar - overlap_window)};
@@ -464,6 +519,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
 
   Estimate est;
   est.plan = p;
+  est.framework = fw.name;
   auto& b = est.breakdown;
   b.compute_s = M * (ws.fwd_s + ws.bwd_s + ws.recompute_s);
   b.recompute_s = M * ws.recompute_s;
@@ -510,8 +566,9 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double in_flight = InFlightMicroBatches(p.pp - stages[i].index, p.num_micro_batches, p.virtual_stages);
     mem.in_flight_micro_batches = in_flight;
     mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
-    mem.overhead_gib = params_.memory_overhead_gib;
-    mem.total_gib = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib + mem.overhead_gib;
+    double allocated = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib;
+    mem.overhead_gib = params_.memory_overhead_gib + params_.fragmentation * allocated;
+    mem.total_gib = allocated + mem.overhead_gib;
     if (mem.total_gib > best.total_gib) best = mem;
   }
   best.capacity_gib = topo.gpu->memory_gib;

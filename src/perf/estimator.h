@@ -27,7 +27,7 @@ struct EstimateRequest {
   int gpus = 1;
   int global_batch = 1;
   ParallelPlan plan;
-  // The training framework; nullptr = the parameters' default (first).
+  // The training framework; nullptr = DefaultFrameworkFor(plan).
   const FrameworkProfile* framework = nullptr;
 };
 
@@ -71,6 +71,7 @@ struct Estimate {
   TimeBreakdown breakdown;
   MemoryBreakdown memory;
   ParallelPlan plan;
+  std::string framework;  // the framework whose mechanisms were modelled
 };
 
 // Whether attention runs as one fused (FlashAttention-style) kernel: the

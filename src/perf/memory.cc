@@ -5,28 +5,46 @@
 namespace tessel {
 
 double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batch, int tp,
-                                       Recompute recompute, Precision precision,
-                                       bool fused_attention, bool moe) {
-  const double e = ActivationBytes(precision);
+                                       const ActivationOptions& o) {
+  const double e = ActivationBytes(o.precision);
   const double t = tp;
   const double tokens = static_cast<double>(micro_batch) * s.seq_len;  // s*b
   const double h = s.hidden;
+  const double f = s.ffn_hidden;
   const double kv = static_cast<double>(s.kv_heads) * s.HeadDim();
-  if (recompute == Recompute::kFull) return e * tokens * h / t;  // the layer's input only
-  // Attention block (Korthikanti: 11sbh + 5as^2b at e = 2): QKV input,
-  // Q, K, V, projection input, dropout mask.
-  double attn = e * tokens * (h + h + kv + kv + h) + tokens * h;
-  // s x s tensors: softmax output, dropout mask, dropout output.
-  double scores = (2 * e + 1) * static_cast<double>(s.heads) * s.seq_len * tokens;
-  if (fused_attention || recompute == Recompute::kSelective) scores = 0;
-  // MLP (19sbh at e = 2, f = 4h): FFN input, activation input and output,
-  // dropout mask. Routed tokens count top_k times in an MoE layer.
-  double ffn_tensors = s.gated_ffn ? 3.0 : 2.0;
-  double routed = moe ? s.top_k : 1.0;
-  double mlp = routed * (e * tokens * h + ffn_tensors * e * tokens * s.ffn_hidden) + tokens * h;
-  // Two layer norms' inputs.
-  double ln = 2 * e * tokens * h;
-  return (attn + scores + mlp + ln) / t;
+  const double a = s.heads;
+  const double routed = o.moe ? s.top_k : 1.0;
+  const double mask = o.dropout ? 1.0 : 0.0;
+  if (o.recompute == Recompute::kFull) return e * tokens * h / t;  // the layer's input only
+
+  // Per token, on one tensor-parallel rank (sequence parallelism splits the
+  // token-wise tensors, tensor parallelism the rest: all of it divides by t).
+  double ln = 4 * e * h + 16;                  // two LayerNorms' inputs and outputs + mean/rstd
+  double qkv = e * (h + 2 * kv);               // the fused QKV projection's output
+  double attn_out = e * h;                     // core attention output = projection input
+  double scores = 0;
+  if (o.fused_attention) {
+    scores = 4 * a;                            // fp32 log-sum-exp
+  } else {
+    scores = (e + mask * (1 + e)) * a * s.seq_len;  // softmax out (+ dropout mask and output)
+    scores += 2 * e * (h - kv);                // K, V expanded to every query head (GQA)
+  }
+  double mlp_tensors = s.gated_ffn ? 4.0 : 2.0;  // GeLU: input, output; SwiGLU: gate, up, silu, product
+  double mlp = routed * mlp_tensors * e * f;
+  double masks = mask * 2 * h;                 // hidden dropout after attention and MLP
+
+  double per_token = 0;
+  if (o.recompute == Recompute::kSelective && o.op_level_selective) {
+    // Kept: the checkpoint's input, the attention output (+ lse when fused)
+    // and every other matmul output (half of all matmul outputs).
+    double matmul_outputs = qkv + e * h + routed * (s.gated_ffn ? 2.0 : 1.0) * e * f + routed * e * h;
+    per_token = e * h + attn_out + (o.fused_attention ? 4 * a : 0) + matmul_outputs / 2;
+  } else {
+    if (o.recompute == Recompute::kSelective && !o.fused_attention)
+      scores = 2 * e * (h - kv);               // recomputed with the core attention
+    per_token = ln + qkv + attn_out + scores + mlp + masks;
+  }
+  return tokens * per_token / t;
 }
 
 StateBytesPerParam StateBytes(Precision p) {

@@ -1,6 +1,9 @@
 // Memory model of one GPU: parameter, gradient and optimizer state (with
 // ZeRO sharding) and activations (Korthikanti et al. 2022, "Reducing
-// Activation Recomputation in Large Transformer Models", section 4).
+// Activation Recomputation in Large Transformer Models", section 4),
+// refined per framework and attention kernel and checked against bytes
+// measured with PyTorch (scripts/measure-activations.py,
+// data/measured/activation-bytes-cpu.csv; memory_test.cc).
 #pragma once
 
 #include "model/model.h"
@@ -8,15 +11,37 @@
 
 namespace tessel {
 
+// What decides which tensors a layer keeps for its backward pass.
+struct ActivationOptions {
+  Precision precision = Precision::kBf16;
+  // FlashAttention semantics: no s x s tensor is kept; q, k, v, the output
+  // and an fp32 log-sum-exp per head and token are.
+  bool fused_attention = false;
+  // Dropout runs (1-byte masks kept); recipes without dropout skip the op.
+  bool dropout = true;
+  Recompute recompute = Recompute::kNone;
+  // Selective recompute at op level (PyTorch selective activation
+  // checkpointing) rather than Megatron's core-attention recompute.
+  bool op_level_selective = false;
+  bool moe = false;
+};
+
 // Bytes of activations one transformer layer keeps for the backward pass,
 // per micro-batch of `micro_batch` sequences, on one of `tp` ranks (with
-// sequence parallelism when tp > 1). With 2-byte activations, no recompute
-// and unfused attention this is Korthikanti's
-//   s*b*h*(34 + 5*a*s/h) / t.
-// `fused_attention`: FlashAttention keeps no s x s tensors.
+// sequence parallelism when tp > 1). Per token, with e-byte activations,
+// hidden h, FFN f, key/value width kv, a heads, sequence s:
+//   LayerNorm inputs and outputs 4eh (+ 16 B of fp32 mean/rstd),
+//   QKV output e(h + 2kv), attention output eh,
+//   unfused attention: softmax output e*a*s, with dropout + (1 + e)*a*s
+//     (and GQA's K, V expanded to a heads: 2e(h - kv));
+//   fused attention: the fp32 log-sum-exp 4a,
+//   MLP: GeLU 2ef, SwiGLU 4ef; dropout masks 2h.
+// Megatron's GPT (gelu, f = 4h, MHA, dropout, unfused, e = 2) gives
+// Korthikanti's 34sbh + 5as^2b. Full recompute keeps the layer input eh;
+// Megatron's selective recompute drops the s x s terms; op-level selective
+// keeps the layer input, the attention output and every other matmul output.
 double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batch, int tp,
-                                       Recompute recompute, Precision precision,
-                                       bool fused_attention, bool moe);
+                                       const ActivationOptions& o);
 
 // Bytes per parameter of weights, gradients and optimizer state (Adam) for
 // a precision, before ZeRO sharding: mixed precision 2 + 2 + 12 (fp32

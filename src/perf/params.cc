@@ -4,10 +4,29 @@
 
 namespace tessel {
 
-const GpuEfficiency& PerfParams::ForGpu(const std::string& gpu) const {
-  for (const auto& g : gpus)
-    if (g.gpu == gpu) return g;
+const ArchEfficiency& PerfParams::ForArch(const std::string& arch) const {
+  for (const auto& a : archs)
+    if (a.arch == arch) return a;
   return fallback;
+}
+
+const char* AttentionKernelName(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kNone: return "unfused";
+    case AttentionKernel::kFlash2: return "flash-attention-2";
+    case AttentionKernel::kBest: return "best fused (FlashAttention-3/cuDNN on Hopper)";
+  }
+  return "?";
+}
+
+const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero) {
+  auto named = [&](const char* name) -> const FrameworkProfile& {
+    auto f = params.FindFramework(name);
+    return f.ok() ? **f : params.frameworks.front();
+  };
+  if (zero == 3 && tp == 1 && pp == 1) return named("fsdp");
+  if ((zero == 1 || zero == 2) && pp > 1) return named("deepspeed");
+  return params.frameworks.front();
 }
 
 const LinkFit& PerfParams::ForLink(LinkKind k) const {
@@ -33,34 +52,147 @@ Result<const FrameworkProfile*> PerfParams::FindFramework(std::string_view name)
 
 namespace {
 
+// Published kernel figures per architecture. The GEMM ceiling is the best
+// sustained large-GEMM fraction of dense peak reported for the
+// architecture; the fit of `gemm` may only move below it. Attention: the
+// FlashAttention papers' forward+backward throughput at head dim 128 and
+// sequence >= 2k, as a fraction of dense peak.
+std::vector<ArchEfficiency> ArchDefaults() {
+  std::vector<ArchEfficiency> v;
+  auto add = [&](const char* arch, double ceiling, double fa2, double best, const char* source) {
+    ArchEfficiency a;
+    a.arch = arch;
+    a.gemm_ceiling = ceiling;
+    a.gemm_floor = 0.30;
+    a.gemm = 0.75 * ceiling;  // prior before calibration
+    a.attention_fa2 = fa2;
+    a.attention_best = best;
+    a.memory = 0.85;
+    a.source = source;
+    v.push_back(a);
+  };
+  add("pascal", 0.85, 0, 0, "no tensor cores; SGEMM/HGEMM reach about 85-90% of peak (cuBLAS)");
+  add("volta", 0.88, 0, 0,
+      "cuBLAS HGEMM on V100 SXM2 about 110 of 125 TFLOP/s for large square problems; no "
+      "FlashAttention (sm_70)");
+  add("turing", 0.80, 0, 0,
+      "T4/RTX: power-limited parts; cuBLAS HGEMM sustains about 70-80% of the boost-clock peak; "
+      "no FlashAttention-2 (sm_75)");
+  add("ampere", 0.90, 0.62, 0.62,
+      "A100 SXM: large bf16 GEMMs about 270-280 of 312 TFLOP/s (cuBLAS; Bekman's MAMF finder "
+      "271 TFLOP/s); FlashAttention-2 (Dao 2023) forward+backward up to 225 TFLOP/s (72%) at "
+      "head dim 128, about 60% at sequence 2k");
+  add("ada", 0.95, 0.55, 0.55,
+      "L20/L40: cuBLAS HGEMM about 105-115 of 119.5 TFLOP/s (fp32 accumulate); FlashAttention-2 "
+      "on sm_89 at about Ampere's fraction");
+  add("hopper", 0.82, 0.35, 0.55,
+      "H100 SXM: large bf16 GEMMs about 750-800 of 989 TFLOP/s (power-limited; Bekman's MAMF "
+      "finder about 80%); FlashAttention-2 reaches 335-350 TFLOP/s forward, about 35% of peak "
+      "forward+backward; FlashAttention-3 (Shah et al. 2024) 740 TFLOP/s forward (75%), about "
+      "55% forward+backward; cuDNN fused attention (Transformer Engine) alike");
+  return v;
+}
+
+std::vector<FrameworkProfile> FrameworkDefaults() {
+  std::vector<FrameworkProfile> v;
+  FrameworkProfile m;
+  m.name = "megatron";
+  m.note =
+      "Megatron-LM / Megatron-Core / NeMo (Shoeybi 2019, Narayanan 2021, Korthikanti 2022): fused "
+      "LayerNorm, bias+GeLU and bias+dropout+add kernels; Transformer Engine / FlashAttention "
+      "where the GPU has it; vocabulary-parallel cross-entropy in fp32 (its softmax kept); "
+      "selective recompute = core attention; GPT recipes' dropout 0.1 (arguments.py defaults); "
+      "DDP gradient reduction bucketed and overlapped with backward; async pipeline p2p";
+  m.attention = AttentionKernel::kBest;
+  m.fused_elementwise = true;
+  m.dropout = true;
+  m.launch_us = 6;
+  v.push_back(m);
+
+  FrameworkProfile f;
+  f.name = "fsdp";
+  f.note =
+      "PyTorch FSDP / ZeRO-3 data parallelism (Zhao et al. 2023, 'PyTorch FSDP', VLDB): one unit "
+      "per transformer block; parameter all-gathers prefetched one unit ahead in forward and "
+      "backward (backward prefetch BACKWARD_PRE; the rate limiter allows two in flight); "
+      "gradients reduce-scattered per unit, overlapped with the next unit's backward. Eager "
+      "PyTorch kernels (LayerNorm, activation, residual adds unfused), FlashAttention-2 (flash-attn "
+      "or SDPA), no dropout in current LLM recipes, cross-entropy over upcast fp32 logits; "
+      "selective recompute = PyTorch selective activation checkpointing (op level: matmul "
+      "outputs every other one and the attention output kept, the rest recomputed)";
+  f.attention = AttentionKernel::kFlash2;
+  f.fused_elementwise = false;
+  f.dropout = false;
+  f.op_level_selective = true;
+  f.zero3_prefetch = 1;
+  f.launch_us = 8;
+  f.layer_overhead_us = 150;
+  v.push_back(f);
+
+  FrameworkProfile d;
+  d.name = "deepspeed";
+  d.note =
+      "Megatron-DeepSpeed (DeepSpeed pipeline engine + ZeRO-1/2; Smith et al. 2022, MT-NLG): "
+      "Megatron's fused kernels and fused masked softmax but attention scores materialised (no "
+      "FlashAttention in the pipeline-engine releases); dropout 0.1; the pipeline engine runs "
+      "blocking send/recv instructions (p2p not overlapped) and reduces gradients only after "
+      "the last micro-batch (no overlap with backward); ZeRO-1/2 all-gather after the step";
+  d.attention = AttentionKernel::kNone;
+  d.fused_elementwise = true;
+  d.dropout = true;
+  d.dp_overlap = false;
+  d.p2p_overlap = false;
+  d.launch_us = 6;
+  d.layer_overhead_us = 20;
+  v.push_back(d);
+
+  FrameworkProfile a;
+  a.name = "alpa";
+  a.note =
+      "Alpa on JAX/XLA (Zheng et al. 2022), as measured by the Arena artifact: compiler-"
+      "generated kernels (XLA fuses elementwise chains), no fused attention, cross-mesh "
+      "resharding not overlapped with compute; its GEMM efficiency relative to cuBLAS is the "
+      "one fitted framework parameter";
+  a.attention = AttentionKernel::kNone;
+  a.fused_elementwise = true;
+  a.dropout = true;
+  a.p2p_overlap = false;
+  a.launch_us = 6;
+  a.kernel_efficiency = 0.6;
+  v.push_back(a);
+  return v;
+}
+
+void FittedArch(PerfParams& p, const char* arch, double gemm) {
+  for (auto& a : p.archs)
+    if (a.arch == arch) {
+      a.gemm = gemm;
+      a.fitted = true;
+    }
+}
+
+void UnfittedArch(PerfParams& p, const char* arch, double gemm) {
+  for (auto& a : p.archs)
+    if (a.arch == arch) a.gemm = gemm;
+}
+
+void FittedFramework(PerfParams& p, const char* name, double kernel_efficiency) {
+  for (auto& f : p.frameworks)
+    if (f.name == name) f.kernel_efficiency = kernel_efficiency;
+}
+
 PerfParams BuildDefaults() {
   PerfParams p;
+  p.archs = ArchDefaults();
+  p.fallback = p.archs.front();
+  p.fallback.arch = "other";
+  p.frameworks = FrameworkDefaults();
   // BEGIN GENERATED BY `tessel calibrate` (do not edit by hand)
-  p.gpus = {
-      {"a10", 0.5186, 0.75},
-      {"a100-40g", 0.5481, 0.75},
-      {"a100-80g", 0.6773, 0.75},
-      {"a40", 0.6603, 0.75},
-      {"h100-sxm", 0.95, 0.75},
-      {"l20", 0.95, 0.75},
-      {"v100-16g", 0.95, 0.75},
-      {"v100-32g", 0.8239, 0.75},
-  };
   p.pcie = {0.4046, 56.55};
   p.nvlink_mesh = {0.602, 22.16};
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  p.frameworks[0].kernel_efficiency = 1;  // megatron
-  p.frameworks[1].kernel_efficiency = 0.4401;  // alpa
-  p.frameworks[1].measured = {
-      {"a10", 0.2282, 0.75},
-      {"a100-40g", 0.4027, 0.75},
-      {"a40", 0.2906, 0.75},
-      {"h100-sxm", 0.1955, 0.75},
-      {"l20", 0.4507, 0.75},
-      {"v100-32g", 0.3627, 0.75},
-  };
   // END GENERATED
   return p;
 }
@@ -76,22 +208,47 @@ const PerfParams& DefaultPerfParams() {
   return p;
 }
 
+namespace {
+
+nlohmann::json ArchJson(const ArchEfficiency& a) {
+  return {{"arch", a.arch}, {"gemm", a.gemm}, {"gemm_floor", a.gemm_floor}, {"gemm_ceiling", a.gemm_ceiling},
+          {"attention_fa2", a.attention_fa2}, {"attention_best", a.attention_best}, {"memory", a.memory},
+          {"fitted", a.fitted}, {"source", a.source}};
+}
+
+const char* AttentionKernelKey(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::kNone: return "none";
+    case AttentionKernel::kFlash2: return "fa2";
+    case AttentionKernel::kBest: return "best";
+  }
+  return "none";
+}
+
+}  // namespace
+
 std::string PerfParamsToJson(const PerfParams& p) {
   nlohmann::json j;
   j["gemm_dim_half"] = p.gemm_dim_half;
   j["kernel_overhead_s"] = p.kernel_overhead_s;
-  j["fused_attention_factor"] = p.fused_attention_factor;
-  j["fallback"] = {{"gemm", p.fallback.gemm}, {"memory", p.fallback.memory}};
-  j["gpus"] = nlohmann::json::array();
-  for (const auto& g : p.gpus) j["gpus"].push_back({{"gpu", g.gpu}, {"gemm", g.gemm}, {"memory", g.memory}});
+  j["archs"] = nlohmann::json::array();
+  for (const auto& a : p.archs) j["archs"].push_back(ArchJson(a));
+  j["fallback"] = ArchJson(p.fallback);
   j["frameworks"] = nlohmann::json::array();
-  for (const auto& f : p.frameworks)
-  {
-    nlohmann::json measured = nlohmann::json::array();
-    for (const auto& g : f.measured) measured.push_back({{"gpu", g.gpu}, {"gemm", g.gemm}, {"memory", g.memory}});
-    j["frameworks"].push_back({{"name", f.name}, {"kernel_efficiency", f.kernel_efficiency},
-                               {"fused_attention", f.fused_attention}, {"note", f.note},
-                               {"measured", measured}});
+  for (const auto& f : p.frameworks) {
+    j["frameworks"].push_back({{"name", f.name},
+                               {"note", f.note},
+                               {"attention", AttentionKernelKey(f.attention)},
+                               {"fused_elementwise", f.fused_elementwise},
+                               {"dropout", f.dropout},
+                               {"chunked_loss", f.chunked_loss},
+                               {"op_level_selective", f.op_level_selective},
+                               {"zero3_prefetch", f.zero3_prefetch},
+                               {"dp_overlap", f.dp_overlap},
+                               {"p2p_overlap", f.p2p_overlap},
+                               {"launch_us", f.launch_us},
+                               {"layer_overhead_us", f.layer_overhead_us},
+                               {"kernel_efficiency", f.kernel_efficiency}});
   }
   j["links"] = {{"pcie", LinkJson(p.pcie)},
                 {"nvlink-bridge", LinkJson(p.nvlink_bridge)},
@@ -100,6 +257,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                 {"network", LinkJson(p.network)}};
   j["dp_overlap_fraction"] = p.dp_overlap_fraction;
   j["memory_overhead_gib"] = p.memory_overhead_gib;
+  j["fragmentation"] = p.fragmentation;
   j["iteration_overhead_s"] = p.iteration_overhead_s;
   return j.dump(2);
 }
@@ -112,38 +270,56 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   } catch (const nlohmann::json::parse_error& e) {
     return InvalidArgument(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
   }
+  if (!j.is_object()) return InvalidArgument(source + ": expected a JSON object of parameters");
   std::string field;
+  auto fraction = [&](double v, const std::string& what) -> Status {
+    if (!(v > 0 && v <= 1)) return InvalidArgument(source + ": " + what + ": expected a fraction in (0, 1], got " + std::to_string(v));
+    return Status::Ok();
+  };
   try {
+    if (j.contains("gpus"))
+      return InvalidArgument(source + ": gpus: per-GPU efficiencies were replaced by per-architecture ones "
+                                      "('archs'); regenerate the file with `tessel calibrate --out`");
     auto num = [&](const char* key, double* out) {
       field = key;
       if (j.contains(key)) *out = j.at(key).get<double>();
     };
     num("gemm_dim_half", &p.gemm_dim_half);
     num("kernel_overhead_s", &p.kernel_overhead_s);
-    num("fused_attention_factor", &p.fused_attention_factor);
     num("dp_overlap_fraction", &p.dp_overlap_fraction);
     num("memory_overhead_gib", &p.memory_overhead_gib);
+    num("fragmentation", &p.fragmentation);
     num("iteration_overhead_s", &p.iteration_overhead_s);
+    auto read_arch = [&](const nlohmann::json& a, ArchEfficiency* e) -> Status {
+      e->arch = a.at("arch").get<std::string>();
+      e->gemm = a.at("gemm").get<double>();
+      e->gemm_floor = a.value("gemm_floor", e->gemm_floor);
+      e->gemm_ceiling = a.value("gemm_ceiling", e->gemm_ceiling);
+      e->attention_fa2 = a.value("attention_fa2", e->attention_fa2);
+      e->attention_best = a.value("attention_best", e->attention_best);
+      e->memory = a.value("memory", e->memory);
+      e->fitted = a.value("fitted", false);
+      e->source = a.value("source", "");
+      TESSEL_RETURN_IF_ERROR(fraction(e->gemm, field + ": " + e->arch + ": gemm"));
+      TESSEL_RETURN_IF_ERROR(fraction(e->memory, field + ": " + e->arch + ": memory"));
+      if (e->attention_fa2 < 0 || e->attention_fa2 > 1 || e->attention_best < 0 || e->attention_best > 1)
+        return InvalidArgument(source + ": " + field + ": " + e->arch + ": attention fractions must be in [0, 1]");
+      if (!(e->gemm_floor > 0 && e->gemm_floor < e->gemm_ceiling && e->gemm_ceiling <= 1))
+        return InvalidArgument(source + ": " + field + ": " + e->arch + ": expected 0 < gemm_floor < gemm_ceiling <= 1");
+      return Status::Ok();
+    };
+    if (j.contains("archs")) {
+      field = "archs";
+      p.archs.clear();
+      for (const auto& a : j["archs"]) {
+        ArchEfficiency e;
+        TESSEL_RETURN_IF_ERROR(read_arch(a, &e));
+        p.archs.push_back(e);
+      }
+    }
     if (j.contains("fallback")) {
       field = "fallback";
-      p.fallback.gemm = j["fallback"].at("gemm").get<double>();
-      p.fallback.memory = j["fallback"].at("memory").get<double>();
-    }
-    if (j.contains("gpus")) {
-      field = "gpus";
-      p.gpus.clear();
-      for (const auto& g : j["gpus"]) {
-        GpuEfficiency e;
-        e.gpu = g.at("gpu").get<std::string>();
-        auto found = FindGpu(e.gpu);
-        if (!found.ok()) return InvalidArgument(source + ": gpus: " + found.status().message());
-        e.gpu = (*found)->name;
-        e.gemm = g.at("gemm").get<double>();
-        e.memory = g.at("memory").get<double>();
-        if (e.gemm <= 0 || e.gemm > 1 || e.memory <= 0 || e.memory > 1)
-          return InvalidArgument(source + ": gpus: " + e.gpu + ": efficiencies must be in (0, 1]");
-        p.gpus.push_back(e);
-      }
+      TESSEL_RETURN_IF_ERROR(read_arch(j["fallback"], &p.fallback));
     }
     if (j.contains("frameworks")) {
       field = "frameworks";
@@ -151,17 +327,26 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       for (const auto& f : j["frameworks"]) {
         FrameworkProfile fp;
         fp.name = f.at("name").get<std::string>();
-        fp.kernel_efficiency = f.at("kernel_efficiency").get<double>();
-        fp.fused_attention = f.value("fused_attention", true);
         fp.note = f.value("note", "");
-        if (f.contains("measured")) {
-          for (const auto& g : f["measured"]) {
-            GpuEfficiency e{g.at("gpu").get<std::string>(), g.at("gemm").get<double>(), g.at("memory").get<double>()};
-            fp.measured.push_back(e);
-          }
-        }
-        if (fp.kernel_efficiency <= 0 || fp.kernel_efficiency > 2)
-          return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 2]");
+        std::string att = f.value("attention", "best");
+        if (att == "none") fp.attention = AttentionKernel::kNone;
+        else if (att == "fa2") fp.attention = AttentionKernel::kFlash2;
+        else if (att == "best") fp.attention = AttentionKernel::kBest;
+        else return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
+        fp.fused_elementwise = f.value("fused_elementwise", true);
+        fp.dropout = f.value("dropout", true);
+        fp.chunked_loss = f.value("chunked_loss", false);
+        fp.op_level_selective = f.value("op_level_selective", false);
+        fp.zero3_prefetch = f.value("zero3_prefetch", 1);
+        fp.dp_overlap = f.value("dp_overlap", true);
+        fp.p2p_overlap = f.value("p2p_overlap", true);
+        fp.launch_us = f.value("launch_us", 6.0);
+        fp.layer_overhead_us = f.value("layer_overhead_us", 0.0);
+        fp.kernel_efficiency = f.value("kernel_efficiency", 1.0);
+        if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
+        if (fp.zero3_prefetch < 0 || fp.launch_us < 0 || fp.layer_overhead_us < 0)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": zero3_prefetch, launch_us and layer_overhead_us must be >= 0");
         p.frameworks.push_back(fp);
       }
       if (p.frameworks.empty()) return InvalidArgument(source + ": frameworks: at least one is needed");
@@ -183,6 +368,10 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(source + ": field '" + field + "': " + e.what());
   }
+  if (p.memory_overhead_gib < 0 || p.fragmentation < 0 || p.fragmentation > 1 || p.iteration_overhead_s < 0 ||
+      p.kernel_overhead_s < 0 || !(p.gemm_dim_half >= 0) || p.dp_overlap_fraction < 0 || p.dp_overlap_fraction > 1)
+    return InvalidArgument(source + ": memory_overhead_gib, iteration_overhead_s, kernel_overhead_s and gemm_dim_half "
+                                    "must be >= 0; fragmentation and dp_overlap_fraction in [0, 1]");
   return p;
 }
 

@@ -1,6 +1,7 @@
-// The estimator's calibrated parameters: per-GPU-type compute efficiency,
-// per-link collective efficiency and latency, and the few global constants
-// of the performance model. Every number has a name and a comment; the
+// The estimator's parameters: per-GPU-architecture kernel efficiency (GEMM
+// fitted within published bounds; attention and memory from published
+// kernel benchmarks), training frameworks as mechanisms, per-link collective
+// efficiency and latency, and the few global constants of the model. Every number has a name and a comment; the
 // defaults are embedded (params.cc) and were produced by `tessel calibrate`
 // from ../shared/data (see comm_fit.h and accuracy.h); a JSON file of the
 // same shape can replace them at run time (--params).
@@ -15,32 +16,73 @@
 
 namespace tessel {
 
-// How well a GPU type runs the two kinds of kernels a training step is made
-// of. Both are fractions of the datasheet peak.
-struct GpuEfficiency {
-  std::string gpu;          // catalog name
-  double gemm = 0.6;        // large-GEMM fraction of dense peak FLOP/s
-  double memory = 0.75;     // fraction of memory bandwidth elementwise kernels reach
+// How close one GPU *architecture*'s kernels get to the datasheet. GPUs of
+// one architecture share these (an A100 40GB and 80GB are the same silicon);
+// each part keeps its own peak FLOP/s and memory bandwidth from the catalog.
+// `gemm` is fitted by `tessel calibrate` but only inside [gemm_floor,
+// gemm_ceiling]; the ceiling is the best large-GEMM fraction of dense peak
+// published for the architecture (see `source`). The attention and memory
+// fractions are not fitted: they are published kernel figures.
+struct ArchEfficiency {
+  std::string arch;           // "volta", "turing", "ampere", "ada", "hopper"
+  double gemm = 0.6;          // sustained fraction of dense peak on large GEMMs in a step
+  double gemm_floor = 0.30;   // the fit's bounds
+  double gemm_ceiling = 0.85;
+  // Fused attention (FlashAttention-2 class) forward+backward, as a fraction
+  // of dense peak at head dim 128 and long sequences.
+  double attention_fa2 = 0.5;
+  // The best fused attention kernel of the architecture (FlashAttention-3 /
+  // cuDNN on Hopper; the same as FlashAttention-2 elsewhere).
+  double attention_best = 0.5;
+  double memory = 0.8;        // fraction of memory bandwidth elementwise kernels reach
+  bool fitted = false;        // set by calibration: rows of this architecture existed
+  std::string source;
 };
 
-// A training framework's kernels relative to the best-tuned stack
-// (Megatron-LM/Megatron-Core, NVIDIA's reference implementations), which
-// the per-GPU efficiencies describe. One factor per framework for all GPU
-// types and models.
+// Which fused attention kernel a framework uses.
+enum class AttentionKernel { kNone, kFlash2, kBest };
+
+// What a training framework does, as mechanisms the estimator models (not
+// as a speed factor). Sources for each default are in params.cc.
 struct FrameworkProfile {
   std::string name;
-  double kernel_efficiency = 1.0;  // multiplies GEMM and attention efficiency
-  bool fused_attention = true;     // FlashAttention-style kernels where the GPU has them
   std::string note;
-  // Where this framework was measured on a GPU type, its own fitted GEMM
-  // efficiency there (replaces gpu efficiency x kernel_efficiency).
-  std::vector<GpuEfficiency> measured;
-  const GpuEfficiency* MeasuredOn(const std::string& gpu) const {
-    for (const auto& g : measured)
-      if (g.gpu == gpu) return &g;
-    return nullptr;
-  }
+  AttentionKernel attention = AttentionKernel::kBest;  // where the GPU supports it (sm_80+)
+  // Fused bias+GeLU/SwiGLU, bias+dropout+residual and LayerNorm kernels:
+  // fewer launches and memory passes per layer.
+  bool fused_elementwise = true;
+  // The default recipe trains with dropout (masks stored for backward).
+  bool dropout = true;
+  // Cross-entropy computed in chunks / fused with its gradient: no fp32
+  // copy of the logits is kept for backward.
+  bool chunked_loss = false;
+  // Selective recompute: `core-attention` (Megatron: the attention scores
+  // and softmax are recomputed) or op-level (PyTorch selective activation
+  // checkpointing: elementwise ops and every other matmul are recomputed,
+  // matmul outputs in between and the attention output are kept).
+  bool op_level_selective = false;
+  // ZeRO-3/FSDP: parameter all-gathers issued this many layers ahead
+  // (forward and backward prefetch), so a layer's gather hides behind the
+  // compute of the layers before it.
+  int zero3_prefetch = 1;
+  // Gradient reduction overlaps the backward pass (bucketed); with
+  // pipelining, only the last micro-batch's backward hides it.
+  bool dp_overlap = true;
+  // Pipeline sends/receives are asynchronous and overlap compute.
+  bool p2p_overlap = true;
+  // Host-side cost per launched kernel (eager PyTorch dispatch + CUDA
+  // launch), microseconds: the GPU idles when its kernels are shorter.
+  double launch_us = 6;
+  // Fixed host/synchronisation cost per layer per micro-batch (module hooks,
+  // FSDP unit pre/post hooks, pipeline instructions), microseconds.
+  double layer_overhead_us = 0;
+  // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
+  // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
+  // vendor libraries. Fitted within [0.2, 1].
+  double kernel_efficiency = 1.0;
 };
+
+const char* AttentionKernelName(AttentionKernel k);
 
 // One class of link as collectives see it.
 struct LinkFit {
@@ -53,17 +95,12 @@ struct PerfParams {
   // A GEMM dimension x contributes x / (x + gemm_dim_half) to efficiency:
   // small hidden sizes, head dims and micro-batches leave tensor cores idle.
   double gemm_dim_half = 48;
-  // Launch + tail cost per kernel, seconds.
+  // GPU-side launch + tail cost per kernel, seconds.
   double kernel_overhead_s = 4e-6;
-  // Efficiency of fused (flash) attention relative to a GEMM of the same
-  // shape (softmax and masking interleaved with the matmuls).
-  double fused_attention_factor = 0.75;
-  std::vector<GpuEfficiency> gpus;
-  GpuEfficiency fallback;  // for GPU types without calibration data
-  // frameworks[0] is the default (Megatron-class kernels).
-  std::vector<FrameworkProfile> frameworks = {
-      {"megatron", 1.0, true, "Megatron-LM / Megatron-Core, NVIDIA reference stacks", {}},
-      {"alpa", 0.6, false, "Alpa on JAX/XLA: compiler-generated kernels, no fused attention", {}}};
+  std::vector<ArchEfficiency> archs;
+  ArchEfficiency fallback;  // architectures without an entry
+  // frameworks[0] is megatron; see DefaultFrameworkFor() for the default.
+  std::vector<FrameworkProfile> frameworks;
 
   // --- communication ---
   LinkFit pcie{0.47, 8};
@@ -76,13 +113,16 @@ struct PerfParams {
   double dp_overlap_fraction = 0.85;
 
   // --- memory ---
-  // CUDA context, NCCL buffers, cuBLAS workspaces, allocator fragmentation.
-  double memory_overhead_gib = 2.0;
+  // CUDA context, NCCL buffers, cuBLAS workspaces.
+  double memory_overhead_gib = 1.0;
+  // The caching allocator's fragmentation: reserved / allocated - 1.
+  double fragmentation = 0.05;
 
   // --- per-iteration ---
   double iteration_overhead_s = 0.005;  // data loading, logging, launch gaps
 
-  const GpuEfficiency& ForGpu(const std::string& gpu) const;
+  // By architecture name ("ampere"); the fallback when absent.
+  const ArchEfficiency& ForArch(const std::string& arch) const;
   const LinkFit& ForLink(LinkKind k) const;
   // NotFound lists the known frameworks.
   Result<const FrameworkProfile*> FindFramework(std::string_view name) const;
@@ -90,6 +130,11 @@ struct PerfParams {
 
 // The embedded defaults.
 const PerfParams& DefaultPerfParams();
+
+// The framework a plan implies when none is named: ZeRO-3 without tensor or
+// pipeline parallelism is FSDP; ZeRO-1/2 with pipeline parallelism is
+// Megatron-DeepSpeed; anything else Megatron.
+const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero);
 
 // JSON round trip (nlohmann-json lives in params.cc only).
 std::string PerfParamsToJson(const PerfParams& p);

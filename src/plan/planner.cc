@@ -60,9 +60,15 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                            std::to_string(m.NumLayers()) + " layers");
   }
   const bool grid = req.mode == SearchMode::kGrid;
-  const FrameworkProfile& fw = req.framework ? *req.framework : estimator.params().frameworks.front();
-  const bool fused_attention =
-      m.kind == ModelKind::kTransformer && UsesFusedAttention(*topo.gpu, req.precision, fw);
+  // With fused attention nothing is left for Megatron's selective
+  // recompute to drop (it is the same plan as none); op-level selective
+  // checkpointing (FSDP) still trades time for memory.
+  auto selective_is_noop = [&](int t, int p, int z) {
+    const FrameworkProfile& fw =
+        req.framework ? *req.framework : DefaultFrameworkFor(estimator.params(), t, p, z);
+    return m.kind == ModelKind::kTransformer && UsesFusedAttention(*topo.gpu, req.precision, fw) &&
+           !fw.op_level_selective;
+  };
   const bool transformer = m.kind == ModelKind::kTransformer;
   const int layers = m.NumLayers();
 
@@ -120,12 +126,11 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
         }
         for (int v : vs) {
           for (Recompute rc : recomputes) {
-            // With fused attention nothing is left for selective recompute to
-            // drop: it is the same plan as none.
-            if (rc == Recompute::kSelective && recomputes.size() > 1 && fused_attention) continue;
             int max_zero = std::min(req.max_zero, p == 1 ? 3 : 1);
-            for (int z = 0; z <= max_zero; ++z) {
+            if (req.zero >= 0) max_zero = std::min(req.zero, 3);
+            for (int z = req.zero >= 0 ? max_zero : 0; z <= max_zero; ++z) {
               if (z >= 1 && d == 1) break;
+              if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(t, p, z)) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;

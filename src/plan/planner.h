@@ -43,6 +43,7 @@ struct PlanRequest {
   int virtual_stages = 0;
   std::optional<Recompute> recompute;
   int max_zero = 3;
+  int zero = -1;  // >= 0: only this ZeRO stage (a stated plan)
   const FrameworkProfile* framework = nullptr;  // nullptr = default
 };
 
