@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/stats.h"
+#include "core/strings.h"
 #include "plan/planner.h"
 
 namespace tessel {
@@ -52,7 +53,7 @@ PlanRequest RequestFor(const ReferenceCase& c, const PerfParams& params) {
   req.zero = c.zero;
   // Published Megatron runs state their plan and did not shard the
   // optimizer unless they say so.
-  if (c.zero < 0 && c.framework == "megatron" && c.tp > 0) req.max_zero = 0;
+  if (c.zero < 0 && StartsWith(c.framework, "megatron") && c.tp > 0) req.max_zero = 0;
   return req;
 }
 

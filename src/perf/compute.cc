@@ -14,7 +14,10 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
                            const FrameworkProfile& framework) {
   const ArchEfficiency& a = params.ForArch(gpu.arch);
   peak_ = DensePeakTflops(gpu, precision) * 1e12;
-  gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency, 0.01, 1.0);
+  double legacy = 1.0;  // sm_80-style kernels on an architecture with a newer native path
+  if (!framework.native_kernels && a.attention_best > 0 && a.attention_fa2 > 0)
+    legacy = std::min(1.0, a.attention_fa2 / a.attention_best);
+  gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency * legacy, 0.01, 1.0);
   double attn = framework.attention == AttentionKernel::kBest ? a.attention_best : a.attention_fa2;
   attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;

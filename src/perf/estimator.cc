@@ -149,7 +149,10 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   // Launches: 2 LayerNorms, 2 residual paths, the activation; eager adds the
   // dropouts, the SwiGLU product and the q/k/v layout copies.
   double ew_kernels = 5 + (fused_ew ? 0 : (dropout ? 2 : 0) + (s.gated_ffn ? 1 : 0) + 3);
-  if (!fused_ew) ew_bytes += tokens * (h + 2 * kv) / t * 2 * e;  // q, k, v made contiguous per head
+  if (!fused_ew) {
+    ew_bytes *= c.fw.eager_elementwise_traffic;
+    ew_bytes += tokens * (h + 2 * kv) / t * 2 * e;  // q, k, v made contiguous per head
+  }
   double ew = c.cm.Elementwise(ew_bytes, ew_kernels);
   double gemm_fwd = qkv + proj + ffn;
   double gemm_kernels = 4 + (moe ? 1 : 0) + (s.gated_ffn && !fused_ew ? 1 : 0);
@@ -173,6 +176,11 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
                   c.coll.Time(Collective::kReduceScatter, bytes, g);
     lc.tp_fwd_s = 2 * pair;
     lc.tp_bwd_s = 2 * pair + (p.recompute == Recompute::kFull ? 2 * pair : 0);
+    if (c.fw.tp_comm_overlap) {  // pipelined with the GEMMs beside them
+      double hide = c.params.dp_overlap_fraction * gemm_fwd;
+      lc.tp_fwd_s = std::max(0.0, lc.tp_fwd_s - hide);
+      lc.tp_bwd_s = std::max(0.0, lc.tp_bwd_s - 2 * hide);
+    }
   }
   if (moe && p.ep > 1) {
     double bytes = routed_tokens * h * e;

@@ -98,16 +98,29 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   FrameworkProfile m;
   m.name = "megatron";
   m.note =
-      "Megatron-LM / Megatron-Core / NeMo (Shoeybi 2019, Narayanan 2021, Korthikanti 2022): fused "
-      "LayerNorm, bias+GeLU and bias+dropout+add kernels; Transformer Engine / FlashAttention "
-      "where the GPU has it; vocabulary-parallel cross-entropy in fp32 (its softmax kept); "
-      "selective recompute = core attention; GPT recipes' dropout 0.1 (arguments.py defaults); "
-      "DDP gradient reduction bucketed and overlapped with backward; async pipeline p2p";
+      "Megatron-Core / NeMo (2023-): Transformer Engine with cuDNN/FlashAttention fused "
+      "attention, fused LayerNorm/bias+activation/bias+dropout+add kernels, tensor-parallel "
+      "communication pipelined with the GEMMs (--tp-comm-overlap), gradient reduce-scatter and "
+      "parameter all-gather overlapped (--overlap-grad-reduce, --overlap-param-gather), "
+      "vocabulary-parallel cross-entropy in fp32 (its softmax kept); selective recompute = core "
+      "attention; dropout 0.1 (the GPT arguments' default)";
   m.attention = AttentionKernel::kBest;
   m.fused_elementwise = true;
+  m.tp_comm_overlap = true;
   m.dropout = true;
   m.launch_us = 6;
   v.push_back(m);
+
+  FrameworkProfile l = m;
+  l.name = "megatron-legacy";
+  l.note =
+      "Megatron-LM 2020-2022 as in its papers (Narayanan et al. 2021, Korthikanti et al. 2022) and "
+      "NVIDIA's DeepLearningExamples: apex fused LayerNorm, fused bias+GeLU and bias+dropout+add, "
+      "fused scale+mask+softmax with the attention scores materialised (no FlashAttention), "
+      "tensor-parallel collectives not overlapped; gradient all-reduce overlapped with backward";
+  l.attention = AttentionKernel::kNone;
+  l.tp_comm_overlap = false;
+  v.push_back(l);
 
   FrameworkProfile f;
   f.name = "fsdp";
@@ -122,6 +135,12 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "outputs every other one and the attention output kept, the rest recomputed)";
   f.attention = AttentionKernel::kFlash2;
   f.fused_elementwise = false;
+  // Counted from eager implementations (Hugging Face LlamaRMSNorm: upcast,
+  // pow, mean, rsqrt, two multiplies and a downcast, each a pass over the
+  // tensor in fp32, against one fused read + write; rotary embedding as
+  // slice/neg/cat/multiply/add; SiLU and the product apart): about 3x the
+  // bytes of the fused kernels.
+  f.eager_elementwise_traffic = 3.0;
   f.dropout = false;
   f.op_level_selective = true;
   f.zero3_prefetch = 1;
@@ -141,7 +160,6 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   d.fused_elementwise = true;
   d.dropout = true;
   d.dp_overlap = false;
-  d.p2p_overlap = false;
   d.launch_us = 6;
   d.layer_overhead_us = 20;
   v.push_back(d);
@@ -151,12 +169,14 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   a.note =
       "Alpa on JAX/XLA (Zheng et al. 2022), as measured by the Arena artifact: compiler-"
       "generated kernels (XLA fuses elementwise chains), no fused attention, cross-mesh "
-      "resharding not overlapped with compute; its GEMM efficiency relative to cuBLAS is the "
-      "one fitted framework parameter";
+      "resharding not overlapped with compute; jaxlib 0.3 generates sm_80 kernels (no Hopper "
+      "wgmma/TMA path); its GEMM efficiency relative to cuBLAS is the one fitted framework "
+      "parameter";
   a.attention = AttentionKernel::kNone;
+  // jaxlib 0.3 (Alpa's) generates sm_80 code: no wgmma/TMA on Hopper.
+  a.native_kernels = false;
   a.fused_elementwise = true;
   a.dropout = true;
-  a.p2p_overlap = false;
   a.launch_us = 6;
   a.kernel_efficiency = 0.6;
   v.push_back(a);
@@ -240,12 +260,14 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"note", f.note},
                                {"attention", AttentionKernelKey(f.attention)},
                                {"fused_elementwise", f.fused_elementwise},
+                               {"eager_elementwise_traffic", f.eager_elementwise_traffic},
                                {"dropout", f.dropout},
                                {"chunked_loss", f.chunked_loss},
                                {"op_level_selective", f.op_level_selective},
                                {"zero3_prefetch", f.zero3_prefetch},
                                {"dp_overlap", f.dp_overlap},
-                               {"p2p_overlap", f.p2p_overlap},
+                               {"tp_comm_overlap", f.tp_comm_overlap},
+                               {"native_kernels", f.native_kernels},
                                {"launch_us", f.launch_us},
                                {"layer_overhead_us", f.layer_overhead_us},
                                {"kernel_efficiency", f.kernel_efficiency}});
@@ -334,12 +356,16 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         else if (att == "best") fp.attention = AttentionKernel::kBest;
         else return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
         fp.fused_elementwise = f.value("fused_elementwise", true);
+        fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", 1.0);
+        if (!(fp.eager_elementwise_traffic >= 1 && fp.eager_elementwise_traffic <= 20))
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": eager_elementwise_traffic must be in [1, 20]");
         fp.dropout = f.value("dropout", true);
         fp.chunked_loss = f.value("chunked_loss", false);
         fp.op_level_selective = f.value("op_level_selective", false);
         fp.zero3_prefetch = f.value("zero3_prefetch", 1);
         fp.dp_overlap = f.value("dp_overlap", true);
-        fp.p2p_overlap = f.value("p2p_overlap", true);
+        fp.tp_comm_overlap = f.value("tp_comm_overlap", false);
+        fp.native_kernels = f.value("native_kernels", true);
         fp.launch_us = f.value("launch_us", 6.0);
         fp.layer_overhead_us = f.value("layer_overhead_us", 0.0);
         fp.kernel_efficiency = f.value("kernel_efficiency", 1.0);

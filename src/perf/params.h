@@ -51,6 +51,10 @@ struct FrameworkProfile {
   // Fused bias+GeLU/SwiGLU, bias+dropout+residual and LayerNorm kernels:
   // fewer launches and memory passes per layer.
   bool fused_elementwise = true;
+  // Without fused kernels, memory traffic of the elementwise work relative
+  // to the fused minimum: eager RMSNorm/LayerNorm upcast to fp32 and run as
+  // a chain of ops, rotary embeddings and SwiGLU as separate kernels.
+  double eager_elementwise_traffic = 1.0;
   // The default recipe trains with dropout (masks stored for backward).
   bool dropout = true;
   // Cross-entropy computed in chunks / fused with its gradient: no fp32
@@ -65,17 +69,24 @@ struct FrameworkProfile {
   // (forward and backward prefetch), so a layer's gather hides behind the
   // compute of the layers before it.
   int zero3_prefetch = 1;
+  // Tensor-parallel all-gathers/reduce-scatters run in chunks pipelined with
+  // the neighbouring GEMMs (Transformer Engine userbuffers,
+  // --tp-comm-overlap): hidden up to dp_overlap_fraction of the GEMM time.
+  bool tp_comm_overlap = false;
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;
-  // Pipeline sends/receives are asynchronous and overlap compute.
-  bool p2p_overlap = true;
   // Host-side cost per launched kernel (eager PyTorch dispatch + CUDA
   // launch), microseconds: the GPU idles when its kernels are shorter.
   double launch_us = 6;
   // Fixed host/synchronisation cost per layer per micro-batch (module hooks,
   // FSDP unit pre/post hooks, pipeline instructions), microseconds.
   double layer_overhead_us = 0;
+  // Its kernels use the newest architecture's native tensor-core path
+  // (Hopper's wgmma/TMA). Code generated for sm_80 runs on Hopper at the
+  // ratio of FlashAttention-2 to FlashAttention-3 throughput there
+  // (attention_fa2 / attention_best of the architecture).
+  bool native_kernels = true;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
