@@ -51,9 +51,12 @@ PlanRequest RequestFor(const ReferenceCase& c, const PerfParams& params) {
   req.virtual_stages = c.virtual_stages;
   req.recompute = c.recompute;
   req.zero = c.zero;
-  // Published Megatron runs state their plan and did not shard the
+  // A stated stage deeper than the framework implements (Llama 3's
+  // FSDP-style sharding with TP/PP, classified as megatron): its deepest.
+  if (req.framework != nullptr && c.zero > req.framework->max_zero) req.zero = req.framework->max_zero;
+  // Megatron-LM papers' runs state their plan and did not shard the
   // optimizer unless they say so.
-  if (c.zero < 0 && StartsWith(c.framework, "megatron") && c.tp > 0) req.max_zero = 0;
+  if (c.zero < 0 && c.framework == "megatron-legacy" && c.tp > 0) req.max_zero = 0;
   return req;
 }
 

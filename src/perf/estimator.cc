@@ -177,9 +177,9 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
     lc.tp_fwd_s = 2 * pair;
     lc.tp_bwd_s = 2 * pair + (p.recompute == Recompute::kFull ? 2 * pair : 0);
     if (c.fw.tp_comm_overlap) {  // pipelined with the GEMMs beside them
-      double hide = c.params.dp_overlap_fraction * gemm_fwd;
-      lc.tp_fwd_s = std::max(0.0, lc.tp_fwd_s - hide);
-      lc.tp_bwd_s = std::max(0.0, lc.tp_bwd_s - 2 * hide);
+      double f_ov = c.params.tp_overlap_fraction;
+      lc.tp_fwd_s -= std::min(f_ov * lc.tp_fwd_s, gemm_fwd);
+      lc.tp_bwd_s -= std::min(f_ov * lc.tp_bwd_s, 2 * gemm_fwd);
     }
   }
   if (moe && p.ep > 1) {
@@ -369,6 +369,12 @@ Status ValidatePlan(const EstimateRequest& req) {
     }
   }
   if (p.zero < 0 || p.zero > 3) return bad("--zero: expected 0, 1, 2 or 3, got " + std::to_string(p.zero));
+  if (req.framework != nullptr && p.zero > req.framework->max_zero) {
+    return bad("--zero " + std::to_string(p.zero) + ": framework " + req.framework->name +
+               " shards at most ZeRO stage " + std::to_string(req.framework->max_zero) +
+               (req.framework->max_zero == 1 ? " (its distributed optimizer)" : "") +
+               "; use --framework fsdp or deepspeed for deeper sharding");
+  }
   if (m.kind == ModelKind::kTransformer) {
     if (m.tf.heads % p.tp != 0) {
       return bad("--tp " + std::to_string(p.tp) + ": must divide the number of attention heads (" +
@@ -563,9 +569,11 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
     MemoryBreakdown mem;
     mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
-    if (p.zero == 3) {  // two layers gathered at a time
+    if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
       double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);
-      mem.weights_gib += 2 * per_layer * sb.weights / kGiB;
+      double live = (1 + std::max(1, fw.zero3_prefetch)) * per_layer;
+      if (fw.zero3_max_live_params > 0) live = std::min(live, fw.zero3_max_live_params);
+      mem.weights_gib += live * sb.weights / kGiB;
     }
     mem.gradients_gib = (p.zero >= 2 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.gradients / kGiB;
     mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
@@ -575,7 +583,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     mem.in_flight_micro_batches = in_flight;
     mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
     double allocated = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib;
-    mem.overhead_gib = params_.memory_overhead_gib + params_.fragmentation * allocated;
+    mem.overhead_gib = params_.memory_overhead_gib + fw.fragmentation * allocated;
     mem.total_gib = allocated + mem.overhead_gib;
     if (mem.total_gib > best.total_gib) best = mem;
   }

@@ -107,6 +107,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   m.attention = AttentionKernel::kBest;
   m.fused_elementwise = true;
   m.tp_comm_overlap = true;
+  m.max_zero = 1;
   m.dropout = true;
   m.launch_us = 6;
   v.push_back(m);
@@ -120,6 +121,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "tensor-parallel collectives not overlapped; gradient all-reduce overlapped with backward";
   l.attention = AttentionKernel::kNone;
   l.tp_comm_overlap = false;
+  l.max_zero = 1;
   v.push_back(l);
 
   FrameworkProfile f;
@@ -160,6 +162,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   d.fused_elementwise = true;
   d.dropout = true;
   d.dp_overlap = false;
+  d.zero3_max_live_params = 1e9;
   d.launch_us = 6;
   d.layer_overhead_us = 20;
   v.push_back(d);
@@ -175,6 +178,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   a.attention = AttentionKernel::kNone;
   // jaxlib 0.3 (Alpa's) generates sm_80 code: no wgmma/TMA on Hopper.
   a.native_kernels = false;
+  a.fragmentation = 0.0;
   a.fused_elementwise = true;
   a.dropout = true;
   a.launch_us = 6;
@@ -213,6 +217,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
+  UnfittedArch(p, "pascal", 0.6865);
+  FittedArch(p, "volta", 0.7728);
+  UnfittedArch(p, "turing", 0.6461);
+  FittedArch(p, "ampere", 0.6634);
+  FittedArch(p, "ada", 0.8951);
+  FittedArch(p, "hopper", 0.5632);
+  FittedFramework(p, "alpa", 0.4865);
   // END GENERATED
   return p;
 }
@@ -268,6 +279,9 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"dp_overlap", f.dp_overlap},
                                {"tp_comm_overlap", f.tp_comm_overlap},
                                {"native_kernels", f.native_kernels},
+                               {"max_zero", f.max_zero},
+                               {"zero3_max_live_params", f.zero3_max_live_params},
+                               {"fragmentation", f.fragmentation},
                                {"launch_us", f.launch_us},
                                {"layer_overhead_us", f.layer_overhead_us},
                                {"kernel_efficiency", f.kernel_efficiency}});
@@ -278,8 +292,8 @@ std::string PerfParamsToJson(const PerfParams& p) {
                 {"nvswitch", LinkJson(p.nvswitch)},
                 {"network", LinkJson(p.network)}};
   j["dp_overlap_fraction"] = p.dp_overlap_fraction;
+  j["tp_overlap_fraction"] = p.tp_overlap_fraction;
   j["memory_overhead_gib"] = p.memory_overhead_gib;
-  j["fragmentation"] = p.fragmentation;
   j["iteration_overhead_s"] = p.iteration_overhead_s;
   return j.dump(2);
 }
@@ -309,8 +323,8 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     num("gemm_dim_half", &p.gemm_dim_half);
     num("kernel_overhead_s", &p.kernel_overhead_s);
     num("dp_overlap_fraction", &p.dp_overlap_fraction);
+    num("tp_overlap_fraction", &p.tp_overlap_fraction);
     num("memory_overhead_gib", &p.memory_overhead_gib);
-    num("fragmentation", &p.fragmentation);
     num("iteration_overhead_s", &p.iteration_overhead_s);
     auto read_arch = [&](const nlohmann::json& a, ArchEfficiency* e) -> Status {
       e->arch = a.at("arch").get<std::string>();
@@ -366,6 +380,13 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.dp_overlap = f.value("dp_overlap", true);
         fp.tp_comm_overlap = f.value("tp_comm_overlap", false);
         fp.native_kernels = f.value("native_kernels", true);
+        fp.max_zero = f.value("max_zero", 3);
+        fp.zero3_max_live_params = f.value("zero3_max_live_params", 0.0);
+        fp.fragmentation = f.value("fragmentation", 0.05);
+        if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": zero3_max_live_params must be >= 0 and fragmentation in [0, 1]");
+        if (fp.max_zero < 0 || fp.max_zero > 3)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": max_zero must be 0, 1, 2 or 3");
         fp.launch_us = f.value("launch_us", 6.0);
         fp.layer_overhead_us = f.value("layer_overhead_us", 0.0);
         fp.kernel_efficiency = f.value("kernel_efficiency", 1.0);
@@ -394,8 +415,9 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(source + ": field '" + field + "': " + e.what());
   }
-  if (p.memory_overhead_gib < 0 || p.fragmentation < 0 || p.fragmentation > 1 || p.iteration_overhead_s < 0 ||
-      p.kernel_overhead_s < 0 || !(p.gemm_dim_half >= 0) || p.dp_overlap_fraction < 0 || p.dp_overlap_fraction > 1)
+  if (p.memory_overhead_gib < 0 || p.iteration_overhead_s < 0 ||
+      p.kernel_overhead_s < 0 || !(p.gemm_dim_half >= 0) || p.dp_overlap_fraction < 0 || p.dp_overlap_fraction > 1 ||
+      p.tp_overlap_fraction < 0 || p.tp_overlap_fraction > 1)
     return InvalidArgument(source + ": memory_overhead_gib, iteration_overhead_s, kernel_overhead_s and gemm_dim_half "
                                     "must be >= 0; fragmentation and dp_overlap_fraction in [0, 1]");
   return p;

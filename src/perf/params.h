@@ -71,8 +71,20 @@ struct FrameworkProfile {
   int zero3_prefetch = 1;
   // Tensor-parallel all-gathers/reduce-scatters run in chunks pipelined with
   // the neighbouring GEMMs (Transformer Engine userbuffers,
-  // --tp-comm-overlap): hidden up to dp_overlap_fraction of the GEMM time.
+  // --tp-comm-overlap): PerfParams::tp_overlap_fraction of it hidden, at
+  // most the GEMMs' time.
   bool tp_comm_overlap = false;
+  // ZeRO-3: parameters gathered at once are capped at this many (DeepSpeed's
+  // stage3_max_live_parameters, 1e9 by default); 0 = the current layer and
+  // the prefetched ones (FSDP).
+  double zero3_max_live_params = 0;
+  // The allocator's fragmentation, reserved / allocated - 1: PyTorch's
+  // caching allocator (a few percent on steady training steps); XLA plans
+  // its buffers statically (none).
+  double fragmentation = 0.05;
+  // The deepest ZeRO stage the framework implements (Megatron: 1, the
+  // distributed optimizer; FSDP and DeepSpeed: 3).
+  int max_zero = 3;
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;
@@ -122,12 +134,14 @@ struct PerfParams {
   // Fraction of one micro-batch's backward pass during which gradient
   // all-reduce/reduce-scatter can run hidden (bucketed overlap).
   double dp_overlap_fraction = 0.85;
+  // Fraction of tensor-parallel communication a pipelined (chunked) GEMM
+  // hides: the first and last chunks' transfers stay exposed and the
+  // communication kernels take SMs from the GEMMs.
+  double tp_overlap_fraction = 0.5;
 
   // --- memory ---
   // CUDA context, NCCL buffers, cuBLAS workspaces.
   double memory_overhead_gib = 1.0;
-  // The caching allocator's fragmentation: reserved / allocated - 1.
-  double fragmentation = 0.05;
 
   // --- per-iteration ---
   double iteration_overhead_s = 0.005;  // data loading, logging, launch gaps

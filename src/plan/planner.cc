@@ -63,9 +63,11 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   // With fused attention nothing is left for Megatron's selective
   // recompute to drop (it is the same plan as none); op-level selective
   // checkpointing (FSDP) still trades time for memory.
+  auto FrameworkFor = [&](int t, int p, int z) -> const FrameworkProfile& {
+    return req.framework ? *req.framework : DefaultFrameworkFor(estimator.params(), t, p, z);
+  };
   auto selective_is_noop = [&](int t, int p, int z) {
-    const FrameworkProfile& fw =
-        req.framework ? *req.framework : DefaultFrameworkFor(estimator.params(), t, p, z);
+    const FrameworkProfile& fw = FrameworkFor(t, p, z);
     return m.kind == ModelKind::kTransformer && UsesFusedAttention(*topo.gpu, req.precision, fw) &&
            !fw.op_level_selective;
   };
@@ -131,6 +133,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
             for (int z = req.zero >= 0 ? max_zero : 0; z <= max_zero; ++z) {
               if (z >= 1 && d == 1) break;
               if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(t, p, z)) continue;
+              if (z > FrameworkFor(t, p, z).max_zero) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;
