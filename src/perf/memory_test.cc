@@ -31,11 +31,24 @@ void PrintTo(const ActCase& c, std::ostream* os) { *os << c.name; }
 
 class Activations : public ::testing::TestWithParam<ActCase> {};
 
+ActivationOptions Opts(Recompute rc, bool fused, bool dropout = true) {
+  ActivationOptions o;
+  o.precision = Precision::kFp16;
+  o.recompute = rc;
+  o.fused_attention = fused;
+  o.dropout = dropout;
+  return o;
+}
+
 TEST_P(Activations, MatchPublishedFormula) {
   const ActCase& c = GetParam();
   const TransformerShape& s = (*FindModel("gpt3-175b"))->tf;
-  double ours = TransformerLayerActivationBytes(s, c.b, c.t, c.rc, Precision::kFp16, c.fused, false);
-  EXPECT_NEAR(ours / Korthikanti(s, c), 1.0, 1e-9) << c.name;
+  double ours = TransformerLayerActivationBytes(s, c.b, c.t, Opts(c.rc, c.fused));
+  // Beyond the paper's count: LayerNorms' fp32 mean and rstd (16 B per
+  // token) and FlashAttention's fp32 log-sum-exp (4 B per head and token).
+  double tokens = static_cast<double>(s.seq_len) * c.b;
+  double extra = c.rc == Recompute::kFull ? 0 : tokens * (16 + (c.fused ? 4.0 * s.heads : 0)) / c.t;
+  EXPECT_NEAR(ours / (Korthikanti(s, c) + extra), 1.0, 1e-9) << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Korthikanti2022, Activations,
@@ -50,8 +63,31 @@ TEST(Memory, PaperExampleGpt3PerLayer) {
   // GPT-3 175B, s=2048, b=1, t=8, no recompute, fp16: 34 + 5*96*2048/12288 = 114
   // bytes per s*b*h/t -> 2048*12288*114/8 = 358.6 MB per layer.
   const TransformerShape& s = (*FindModel("gpt3-175b"))->tf;
-  double bytes = TransformerLayerActivationBytes(s, 1, 8, Recompute::kNone, Precision::kFp16, false, false);
+  double bytes = TransformerLayerActivationBytes(s, 1, 8, Opts(Recompute::kNone, false));
   EXPECT_NEAR(bytes / 1e6, 358.6, 0.5);
+}
+
+TEST(Memory, NoDropoutKeepsNoMasks) {
+  // 34 - 2 (two hidden dropout masks) with FlashAttention and no dropout:
+  // 32 s*b*h (+ LayerNorm stats and the log-sum-exp).
+  const TransformerShape& s = (*FindModel("gpt3-175b"))->tf;
+  double tokens = s.seq_len;
+  double bytes = TransformerLayerActivationBytes(s, 1, 1, Opts(Recompute::kNone, true, false));
+  EXPECT_NEAR(bytes, tokens * (32.0 * s.hidden + 16 + 4.0 * s.heads), 1e-6);
+}
+
+TEST(Memory, OpLevelSelectiveKeepsLessThanNoneMoreThanFull) {
+  const TransformerShape& s = (*FindModel("llama3-8b"))->tf;
+  ActivationOptions o = Opts(Recompute::kNone, true, false);
+  o.precision = Precision::kBf16;
+  double none = TransformerLayerActivationBytes(s, 2, 1, o);
+  o.recompute = Recompute::kSelective;
+  o.op_level_selective = true;
+  double sel = TransformerLayerActivationBytes(s, 2, 1, o);
+  o.recompute = Recompute::kFull;
+  double full = TransformerLayerActivationBytes(s, 2, 1, o);
+  EXPECT_LT(sel, 0.5 * none);
+  EXPECT_GT(sel, 2 * full);
 }
 
 TEST(Memory, StateBytesFollowZeroPaper) {

@@ -1,0 +1,54 @@
+#include "perf/compute.h"
+
+#include <gtest/gtest.h>
+
+#include "perf/params.h"
+
+namespace tessel {
+namespace {
+
+const FrameworkProfile& Fw(const char* name) { return **DefaultPerfParams().FindFramework(name); }
+
+double GemmEff(const char* gpu, const char* fw = "megatron", Precision p = Precision::kBf16) {
+  return ComputeModel(**FindGpu(gpu), p, DefaultPerfParams(), Fw(fw)).gemm_efficiency();
+}
+
+// Efficiency belongs to the silicon: GPUs of one architecture share it and
+// differ only in their own peak and bandwidth.
+TEST(Compute, SameArchitectureSharesEfficiency) {
+  EXPECT_EQ(GemmEff("a100-40g"), GemmEff("a100-80g"));
+  EXPECT_EQ(GemmEff("a100-80g"), GemmEff("a40"));
+  EXPECT_EQ(GemmEff("v100-16g", "megatron", Precision::kFp16), GemmEff("v100-32g", "megatron", Precision::kFp16));
+  EXPECT_EQ(GemmEff("h100-sxm"), GemmEff("h200"));
+  EXPECT_EQ(GemmEff("l4"), GemmEff("l20"));
+  // ... but each runs memory-bound kernels on its own bandwidth.
+  ComputeModel a40(**FindGpu("a40"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  ComputeModel a100(**FindGpu("a100-80g"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  EXPECT_GT(a40.Elementwise(1e9), 2 * a100.Elementwise(1e9));
+}
+
+TEST(Compute, DualIssueFp32CountsOnePipe) {
+  // GA102's datasheet fp32 figure assumes both FP32 pipes; dense math gets one.
+  EXPECT_DOUBLE_EQ(DensePeakTflops(**FindGpu("a40"), Precision::kFp32), 37.4 / 2);
+  EXPECT_DOUBLE_EQ(DensePeakTflops(**FindGpu("a100-80g"), Precision::kFp32), 19.5);
+  EXPECT_DOUBLE_EQ(DensePeakTflops(**FindGpu("a40"), Precision::kBf16), 149.7);
+}
+
+TEST(Compute, Sm80KernelsOnHopperRunAtFlashAttention2sRatio) {
+  const ArchEfficiency& h = DefaultPerfParams().ForArch("hopper");
+  double alpa = GemmEff("h100-sxm", "alpa");
+  double k = Fw("alpa").kernel_efficiency;
+  EXPECT_NEAR(alpa, h.gemm * k * h.attention_fa2 / h.attention_best, 1e-12);
+  // On Ampere there is no newer path to miss.
+  EXPECT_NEAR(GemmEff("a100-80g", "alpa"), DefaultPerfParams().ForArch("ampere").gemm * k, 1e-12);
+}
+
+TEST(Compute, SmallGemmsAreSlowerPerFlop) {
+  ComputeModel cm(**FindGpu("h100-sxm"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  double big = cm.Gemm(8192, 8192, 8192) / (2.0 * 8192 * 8192 * 8192);
+  double small = cm.Gemm(512, 768, 768) / (2.0 * 512 * 768 * 768);
+  EXPECT_GT(small, 1.5 * big);
+}
+
+}  // namespace
+}  // namespace tessel
