@@ -40,8 +40,9 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
     double matmul_outputs = qkv + e * h + routed * (s.gated_ffn ? 2.0 : 1.0) * e * f + routed * e * h;
     per_token = e * h + attn_out + (o.fused_attention ? 4 * a : 0) + matmul_outputs / 2;
   } else {
-    if (o.recompute == Recompute::kSelective && !o.fused_attention)
-      scores = 2 * e * (h - kv);               // recomputed with the core attention
+    // Megatron's selective recompute re-runs the whole core attention: its
+    // scores, GQA's expanded K and V and the log-sum-exp are not kept.
+    if (o.recompute == Recompute::kSelective) scores = 0;
     per_token = ln + qkv + attn_out + scores + mlp + masks;
   }
   return tokens * per_token / t;

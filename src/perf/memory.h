@@ -38,7 +38,7 @@ struct ActivationOptions {
 //   MLP: GeLU 2ef, SwiGLU 4ef; dropout masks 2h.
 // Megatron's GPT (gelu, f = 4h, MHA, dropout, unfused, e = 2) gives
 // Korthikanti's 34sbh + 5as^2b. Full recompute keeps the layer input eh;
-// Megatron's selective recompute drops the s x s terms; op-level selective
+// Megatron's selective recompute drops the core attention's own tensors; op-level selective
 // keeps the layer input, the attention output and every other matmul output.
 double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batch, int tp,
                                        const ActivationOptions& o);

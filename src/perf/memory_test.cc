@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
+#include "core/csv.h"
 #include "model/catalog.h"
 
 namespace tessel {
@@ -88,6 +92,63 @@ TEST(Memory, OpLevelSelectiveKeepsLessThanNoneMoreThanFull) {
   double full = TransformerLayerActivationBytes(s, 2, 1, o);
   EXPECT_LT(sel, 0.5 * none);
   EXPECT_GT(sel, 2 * full);
+}
+
+// Bytes a transformer layer saves for backward, measured exactly with
+// PyTorch on CPU (scripts/measure-activations.py: saved-tensor hooks, each
+// storage counted once; data/measured/activation-bytes-cpu.csv), against
+// the model, for every recompute mode, attention kernel, dropout setting,
+// FFN kind and micro-batch measured. Megatron's layer with grouped-query
+// attention and a fused kernel copies q out of the QKV output and keeps
+// both (one e*h more than a layout with q as a view, which the model
+// assumes); those rows are compared with that copy added.
+TEST(Memory, MatchesBytesMeasuredWithPyTorch) {
+  auto table = CsvTable::ReadFile(std::string(TESSEL_SOURCE_DIR) + "/data/measured/activation-bytes-cpu.csv");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  int compared = 0;
+  std::map<std::string, int> per_mode;
+  for (const auto& row : table->rows()) {
+    auto num = [&](const char* col) { return *table->GetDouble(row, col); };
+    std::string mode = table->Get(row, "recompute");
+    double measured = num("saved_bytes");
+    TransformerShape s;
+    s.hidden = static_cast<int>(num("hidden"));
+    s.heads = static_cast<int>(num("heads"));
+    s.kv_heads = static_cast<int>(num("kv_heads"));
+    s.ffn_hidden = static_cast<int>(num("ffn_hidden"));
+    s.vocab = static_cast<int>(num("vocab"));
+    s.seq_len = static_cast<int>(num("seq_len"));
+    s.gated_ffn = table->Get(row, "ffn_kind") == "swiglu";
+    int b = static_cast<int>(num("micro_batch"));
+    double e = num("dtype_bytes");
+    double tokens = static_cast<double>(s.seq_len) * b;
+    Precision prec = e == 2 ? Precision::kBf16 : Precision::kFp32;
+    double model = 0;
+    if (table->Get(row, "part") == "head") {
+      // Final LayerNorm input and output; the fp32 softmax unless chunked.
+      bool chunked = table->Get(row, "loss") == "chunked";
+      model = tokens * (2 * e * s.hidden + (chunked ? 0 : 4.0 * s.vocab));
+      mode = "head-" + table->Get(row, "loss");
+    } else {
+      ActivationOptions o;
+      o.precision = prec;
+      o.fused_attention = table->Get(row, "attention") == "fused";
+      o.dropout = num("dropout") > 0;
+      auto rc = ParseRecompute(table->Get(row, "recompute"));
+      ASSERT_TRUE(rc.ok());
+      o.recompute = *rc;
+      model = TransformerLayerActivationBytes(s, b, 1, o);
+      bool q_copied = s.kv_heads < s.heads && o.recompute != Recompute::kFull &&
+                      (o.fused_attention || o.recompute == Recompute::kSelective);
+      if (q_copied) model += tokens * e * s.hidden;
+    }
+    EXPECT_NEAR(model / measured, 1.0, 0.05) << "row " << row.line << ": " << mode << " measured " << measured
+                                            << " model " << model;
+    ++compared;
+    per_mode[mode]++;
+  }
+  EXPECT_GE(compared, 600);
+  for (const char* m : {"none", "selective", "full", "head-plain", "head-chunked"}) EXPECT_GT(per_mode[m], 0) << m;
 }
 
 TEST(Memory, StateBytesFollowZeroPaper) {
