@@ -29,7 +29,8 @@ void PrintHuman(std::ostream& o, const ModelSpec& m, const Topology& topo, const
   o << "model     " << m.name << " (" << F(m.Params() / 1e9) << "B params)\n";
   o << "hardware  " << req.gpus << " x " << topo.gpu->name << ", " << topo.gpus_per_node
     << " per node (" << LinkKindName(topo.intra) << "), " << F(topo.network_gbps) << " Gb/s per node\n";
-  o << "plan      " << e.plan.ToString() << ", global batch " << req.global_batch << "\n\n";
+  o << "plan      " << e.plan.ToString() << ", global batch " << req.global_batch << "\n";
+  o << "framework " << e.framework << " (--framework to choose)\n\n";
   o << "iteration time      " << F(e.iteration_time_s) << " s\n";
   o << "throughput          " << F(e.samples_per_s) << " samples/s, " << F(e.tokens_per_s) << " tokens/s ("
     << F(e.tokens_per_s_per_gpu) << " per GPU)\n";

@@ -27,6 +27,7 @@ nlohmann::json EstimateToJson(const Estimate& e) {
   j["model_tflops_per_gpu"] = e.model_tflops_per_gpu;
   j["hardware_tflops_per_gpu"] = e.hardware_tflops_per_gpu;
   j["mfu"] = e.mfu;
+  j["framework"] = e.framework;
   j["memory_gib_per_gpu"] = e.memory_gib_per_gpu;
   j["fits"] = e.fits;
   j["reason"] = e.reason;
