@@ -131,6 +131,16 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
     double rows_per_expert = routed_tokens / experts_local;
     ffn = c.cm.Gemm(rows_per_expert, (ffn_mats - 1) * f / t, h, experts_local) +
           c.cm.Gemm(rows_per_expert, h, f / t, experts_local) + c.cm.Gemm(tokens, s.experts, h);
+    if (c.fw.moe_dense_dispatch_group > 0) {
+      // GShard's dispatch and combine as dense einsums over one-hot masks
+      // [G, S, E, C] (Lepikhin et al. 2020): per group of S tokens,
+      // E*C x S @ S x h and S x E*C @ E*C x h, capacity C = top_k * S / E.
+      double group = std::min<double>(c.fw.moe_dense_dispatch_group, tokens);
+      double capacity = s.top_k * group / s.experts;
+      double slots = experts_local * capacity;
+      double groups = tokens / group;
+      ffn += c.cm.Gemm(slots, h / t, group, groups) + c.cm.Gemm(group, h / t, slots, groups);
+    }
   } else {
     ffn = c.cm.Gemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.Gemm(tokens, h, f / t);
   }

@@ -245,3 +245,31 @@ TEST(Frameworks, MechanismsShowInTimeAndMemory) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// Alpa's MoE dispatches tokens with GShard's dense einsums: extra GEMM work
+// proportional to the expert group; sparse-permutation frameworks have none.
+TEST(Frameworks, GShardDenseDispatchCostsMoeTime) {
+  auto model = **FindModel("moe__690M");
+  PerfParams sparse = DefaultPerfParams();
+  for (auto& f : sparse.frameworks)
+    if (f.name == "alpa") f.moe_dense_dispatch_group = 0;
+  EstimateRequest r;
+  r.model = &model;
+  r.topology = *MakeTopology(**FindGpu("a100-40g"), 0, 0);
+  r.gpus = 1;
+  r.global_batch = 16;
+  r.plan = {1, 1, 1, 16, 1, 1, 1, Recompute::kNone, 0, Precision::kFp16};
+  r.framework = *DefaultPerfParams().FindFramework("alpa");
+  auto dense = Estimator().Run(r);
+  r.framework = *sparse.FindFramework("alpa");
+  auto plain = Estimator(sparse).Run(r);
+  ASSERT_TRUE(dense.ok() && plain.ok());
+  EXPECT_GT(dense->breakdown.compute_s, 1.05 * plain->breakdown.compute_s);
+  EXPECT_LT(dense->breakdown.compute_s, 1.6 * plain->breakdown.compute_s);
+}
+
+}  // namespace
+}  // namespace tessel

@@ -179,6 +179,10 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // jaxlib 0.3 (Alpa's) generates sm_80 code: no wgmma/TMA on Hopper.
   a.native_kernels = false;
   a.fragmentation = 0.0;
+  // Alpa's MoE layer (alpa/model/moe.py) is GShard's: dense dispatch and
+  // combine einsums; the Arena artifact's MoE configurations use expert
+  // groups of 2,048 tokens (crius_worker/jax/configs).
+  a.moe_dense_dispatch_group = 2048;
   a.fused_elementwise = true;
   a.dropout = true;
   a.launch_us = 6;
@@ -221,9 +225,9 @@ PerfParams BuildDefaults() {
   FittedArch(p, "volta", 0.7728);
   UnfittedArch(p, "turing", 0.6461);
   FittedArch(p, "ampere", 0.6634);
-  FittedArch(p, "ada", 0.8951);
+  FittedArch(p, "ada", 0.9384);
   FittedArch(p, "hopper", 0.5632);
-  FittedFramework(p, "alpa", 0.4865);
+  FittedFramework(p, "alpa", 0.5071);
   // END GENERATED
   return p;
 }
@@ -280,6 +284,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"tp_comm_overlap", f.tp_comm_overlap},
                                {"native_kernels", f.native_kernels},
                                {"max_zero", f.max_zero},
+                               {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
                                {"zero3_max_live_params", f.zero3_max_live_params},
                                {"fragmentation", f.fragmentation},
                                {"launch_us", f.launch_us},
@@ -381,6 +386,9 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.tp_comm_overlap = f.value("tp_comm_overlap", false);
         fp.native_kernels = f.value("native_kernels", true);
         fp.max_zero = f.value("max_zero", 3);
+        fp.moe_dense_dispatch_group = f.value("moe_dense_dispatch_group", 0);
+        if (fp.moe_dense_dispatch_group < 0)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": moe_dense_dispatch_group must be >= 0");
         fp.zero3_max_live_params = f.value("zero3_max_live_params", 0.0);
         fp.fragmentation = f.value("fragmentation", 0.05);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)

@@ -82,6 +82,10 @@ struct FrameworkProfile {
   // caching allocator (a few percent on steady training steps); XLA plans
   // its buffers statically (none).
   double fragmentation = 0.05;
+  // MoE token dispatch as GShard's dense one-hot einsums over groups of
+  // this many tokens (extra GEMM work per token proportional to the group);
+  // 0 = sparse permutation (Megatron, DeepSpeed-MoE).
+  int moe_dense_dispatch_group = 0;
   // The deepest ZeRO stage the framework implements (Megatron: 1, the
   // distributed optimizer; FSDP and DeepSpeed: 3).
   int max_zero = 3;
