@@ -112,8 +112,8 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       io.err << "error: " << refs.status().message() << "\n";
       return refs.status().code() == StatusCode::kNotFound ? 1 : 2;
     }
-    Estimator est(**params);
-    AccuracyReport rep = f->cv == "source" ? CrossValidateBySource(*refs, **params) : EvaluateAccuracy(*refs, est);
+    AccuracyReport rep = f->cv == "source" ? CrossValidateBySource(*refs, **params)
+                                           : EvaluateAccuracy(*refs, Estimator(**params));
     if (f->json) {
       nlohmann::json j;
       j["cross_validation"] = f->cv;

@@ -60,9 +60,8 @@ struct Ctx {
   const CollectiveModel& coll;
   const PerfParams& params;
   int gpn;  // GPUs per node actually used by this job
-  bool fused_attention;  // UsesFusedAttention(...) for this request
   const FrameworkProfile& fw;
-  ActivationOptions act;  // what layers keep for backward
+  ActivationOptions act;  // what layers keep for backward (act.fused_attention: UsesFusedAttention)
 };
 
 // The host issues kernels one after another; when a layer's kernels are
@@ -95,7 +94,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   const double h = s.hidden, f = s.ffn_hidden, dh = s.HeadDim();
   const double kv = static_cast<double>(s.kv_heads) * dh;
   const double heads_local = s.heads / t;
-  const bool fused = c.fused_attention;
+  const bool fused = c.act.fused_attention;
   const double ffn_mats = s.gated_ffn ? 3.0 : 2.0;
   const bool dropout = c.act.dropout;
   const bool fused_ew = c.fw.fused_elementwise;
@@ -421,14 +420,13 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const FrameworkProfile& fw = req.framework ? *req.framework : DefaultFrameworkFor(params_, p.tp, p.pp, p.zero);
   ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
-  const bool fused_attention = UsesFusedAttention(*topo.gpu, p.precision, fw);
   ActivationOptions act;
   act.precision = p.precision;
-  act.fused_attention = fused_attention;
+  act.fused_attention = UsesFusedAttention(*topo.gpu, p.precision, fw);
   act.dropout = fw.dropout;
   act.recompute = p.recompute;
   act.op_level_selective = fw.op_level_selective;
-  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fused_attention, fw, act};
+  Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw, act};
 
   // Stage costs. Transformers: the first, one middle (standing for the p-2
   // alike) and the last stage; CNNs: every stage of the balanced partition.

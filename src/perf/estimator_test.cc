@@ -18,6 +18,9 @@ class Req {
     r_.plan.precision = model_.default_precision;
     Plan(gpus, 1, 1, 1);
   }
+  // A copy points at its own model (builder chains end in copies).
+  Req(const Req& o) : model_(o.model_), r_(o.r_) { r_.model = &model_; }
+  Req& operator=(const Req&) = delete;
   Req& Plan(int d, int t, int p, int mb) {
     r_.plan.dp = d;
     r_.plan.tp = t;
@@ -30,9 +33,14 @@ class Req {
   Req& Zero(int z) { r_.plan.zero = z; return *this; }
   Req& V(int v) { r_.plan.virtual_stages = v; return *this; }
   Req& Prec(Precision p) { r_.plan.precision = p; return *this; }
+  // The framework by name in `params` (they must outlive the request).
+  Req& Fw(const char* name, const PerfParams& params = DefaultPerfParams()) {
+    r_.framework = *params.FindFramework(name);
+    return *this;
+  }
   const EstimateRequest& get() const { return r_; }
-  Estimate Run() const {
-    auto e = Estimator().Run(r_);
+  Estimate Run(const PerfParams& params = DefaultPerfParams()) const {
+    auto e = Estimator(params).Run(r_);
     EXPECT_TRUE(e.ok()) << e.status().ToString();
     return e.ok() ? *e : Estimate();
   }
@@ -185,11 +193,6 @@ TEST(Estimator, InterleavingNeedsDivisibleLayers) {
   EXPECT_EQ(r.Error().message(), "--virtual-stages 5: layers (96) must be divisible by p*v = 40");
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 TEST(Frameworks, DefaultFollowsThePlan) {
   const PerfParams& p = DefaultPerfParams();
@@ -203,72 +206,38 @@ TEST(Frameworks, DefaultFollowsThePlan) {
 }
 
 TEST(Frameworks, MegatronShardsAtMostTheOptimizer) {
-  auto model = **FindModel("llama2-7b");
-  EstimateRequest r;
-  r.model = &model;
-  r.topology = *MakeTopology(**FindGpu("h100-sxm"), 0, 0);
-  r.gpus = 8;
-  r.global_batch = 16;
-  r.plan = {8, 1, 1, 2, 1, 1, 1, Recompute::kNone, 3, Precision::kBf16};
-  r.framework = *DefaultPerfParams().FindFramework("megatron");
-  auto e = Estimator().Run(r);
-  ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("distributed optimizer"), std::string::npos) << e.status().message();
-  r.framework = nullptr;  // ZeRO-3 without t/p: FSDP
-  auto f = Estimator().Run(r);
-  ASSERT_TRUE(f.ok());
-  EXPECT_EQ(f->framework, "fsdp");
+  Req zero3 = Req("llama2-7b", "h100-sxm", 8, 16).Plan(8, 1, 1, 2).Zero(3).Prec(Precision::kBf16);
+  Status s = Req(zero3).Fw("megatron").Error();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("distributed optimizer"), std::string::npos) << s.message();
+  EXPECT_EQ(zero3.Run().framework, "fsdp");  // ZeRO-3 without t/p: FSDP
 }
 
 // The same plan under different frameworks differs by mechanism: eager
 // kernels and per-layer hooks cost FSDP time; FSDP's recipe keeps no
 // dropout masks; DeepSpeed's pipeline engine hides no gradient reduction.
 TEST(Frameworks, MechanismsShowInTimeAndMemory) {
-  auto model = **FindModel("llama2-7b");
-  EstimateRequest r;
-  r.model = &model;
-  r.topology = *MakeTopology(**FindGpu("a100-80g"), 0, 0);
-  r.gpus = 8;
-  r.global_batch = 16;
-  r.plan = {8, 1, 1, 2, 1, 1, 1, Recompute::kNone, 1, Precision::kBf16};
-  const PerfParams& p = DefaultPerfParams();
-  auto run = [&](const char* fw) {
-    r.framework = *p.FindFramework(fw);
-    return *Estimator().Run(r);
-  };
-  Estimate meg = run("megatron"), fsdp = run("fsdp"), ds = run("deepspeed");
+  Req base = Req("llama2-7b", "a100-80g", 8, 16).Plan(8, 1, 1, 2).Zero(1).Prec(Precision::kBf16);
+  Estimate meg = Req(base).Fw("megatron").Run(), fsdp = Req(base).Fw("fsdp").Run(),
+           ds = Req(base).Fw("deepspeed").Run();
   EXPECT_GT(fsdp.breakdown.compute_s, meg.breakdown.compute_s);
   EXPECT_LT(fsdp.memory.activations_gib, meg.memory.activations_gib);
   EXPECT_GT(ds.breakdown.dp_comm_exposed_s, meg.breakdown.dp_comm_exposed_s);
   EXPECT_NEAR(ds.breakdown.dp_comm_exposed_s, ds.breakdown.dp_comm_s, 1e-12);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // Alpa's MoE dispatches tokens with GShard's dense einsums: extra GEMM work
 // proportional to the expert group; sparse-permutation frameworks have none.
 TEST(Frameworks, GShardDenseDispatchCostsMoeTime) {
-  auto model = **FindModel("moe__690M");
   PerfParams sparse = DefaultPerfParams();
   for (auto& f : sparse.frameworks)
     if (f.name == "alpa") f.moe_dense_dispatch_group = 0;
-  EstimateRequest r;
-  r.model = &model;
-  r.topology = *MakeTopology(**FindGpu("a100-40g"), 0, 0);
-  r.gpus = 1;
-  r.global_batch = 16;
-  r.plan = {1, 1, 1, 16, 1, 1, 1, Recompute::kNone, 0, Precision::kFp16};
-  r.framework = *DefaultPerfParams().FindFramework("alpa");
-  auto dense = Estimator().Run(r);
-  r.framework = *sparse.FindFramework("alpa");
-  auto plain = Estimator(sparse).Run(r);
-  ASSERT_TRUE(dense.ok() && plain.ok());
-  EXPECT_GT(dense->breakdown.compute_s, 1.05 * plain->breakdown.compute_s);
-  EXPECT_LT(dense->breakdown.compute_s, 1.6 * plain->breakdown.compute_s);
+  Req base = Req("moe__690M", "a100-40g", 1, 16).Plan(1, 1, 1, 16).Prec(Precision::kFp16);
+  double dense = Req(base).Fw("alpa").Run().breakdown.compute_s;
+  double plain = Req(base).Fw("alpa", sparse).Run(sparse).breakdown.compute_s;
+  EXPECT_GT(dense, 1.05 * plain);
+  EXPECT_LT(dense, 1.6 * plain);
 }
 
 }  // namespace

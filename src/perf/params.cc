@@ -40,13 +40,10 @@ const LinkFit& PerfParams::ForLink(LinkKind k) const {
 }
 
 Result<const FrameworkProfile*> PerfParams::FindFramework(std::string_view name) const {
-  std::vector<std::string> names;
-  for (const auto& f : frameworks) {
+  for (const auto& f : frameworks)
     if (f.name == name) return &f;
-    names.push_back(f.name);
-  }
   std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
   return NotFound("unknown framework '" + std::string(name) + "'; known: " + known);
 }
 
@@ -93,6 +90,8 @@ std::vector<ArchEfficiency> ArchDefaults() {
   return v;
 }
 
+// Fields not set here keep FrameworkProfile's defaults (params.h): fused
+// kernels, dropout, 6 us launches, overlapped gradient reduction, ZeRO-3.
 std::vector<FrameworkProfile> FrameworkDefaults() {
   std::vector<FrameworkProfile> v;
   FrameworkProfile m;
@@ -105,11 +104,8 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "vocabulary-parallel cross-entropy in fp32 (its softmax kept); selective recompute = core "
       "attention; dropout 0.1 (the GPT arguments' default)";
   m.attention = AttentionKernel::kBest;
-  m.fused_elementwise = true;
   m.tp_comm_overlap = true;
   m.max_zero = 1;
-  m.dropout = true;
-  m.launch_us = 6;
   v.push_back(m);
 
   FrameworkProfile l = m;
@@ -159,11 +155,8 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "blocking send/recv instructions (p2p not overlapped) and reduces gradients only after "
       "the last micro-batch (no overlap with backward); ZeRO-1/2 all-gather after the step";
   d.attention = AttentionKernel::kNone;
-  d.fused_elementwise = true;
-  d.dropout = true;
   d.dp_overlap = false;
   d.zero3_max_live_params = 1e9;
-  d.launch_us = 6;
   d.layer_overhead_us = 20;
   v.push_back(d);
 
@@ -183,10 +176,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // combine einsums; the Arena artifact's MoE configurations use expert
   // groups of 2,048 tokens (crius_worker/jax/configs).
   a.moe_dense_dispatch_group = 2048;
-  a.fused_elementwise = true;
-  a.dropout = true;
-  a.launch_us = 6;
-  a.kernel_efficiency = 0.6;
+  a.kernel_efficiency = 0.6;  // prior; calibrated below
   v.push_back(a);
   return v;
 }
@@ -374,30 +364,30 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         else if (att == "fa2") fp.attention = AttentionKernel::kFlash2;
         else if (att == "best") fp.attention = AttentionKernel::kBest;
         else return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
-        fp.fused_elementwise = f.value("fused_elementwise", true);
-        fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", 1.0);
+        fp.fused_elementwise = f.value("fused_elementwise", fp.fused_elementwise);
+        fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", fp.eager_elementwise_traffic);
         if (!(fp.eager_elementwise_traffic >= 1 && fp.eager_elementwise_traffic <= 20))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": eager_elementwise_traffic must be in [1, 20]");
-        fp.dropout = f.value("dropout", true);
-        fp.chunked_loss = f.value("chunked_loss", false);
-        fp.op_level_selective = f.value("op_level_selective", false);
-        fp.zero3_prefetch = f.value("zero3_prefetch", 1);
-        fp.dp_overlap = f.value("dp_overlap", true);
-        fp.tp_comm_overlap = f.value("tp_comm_overlap", false);
-        fp.native_kernels = f.value("native_kernels", true);
-        fp.max_zero = f.value("max_zero", 3);
-        fp.moe_dense_dispatch_group = f.value("moe_dense_dispatch_group", 0);
+        fp.dropout = f.value("dropout", fp.dropout);
+        fp.chunked_loss = f.value("chunked_loss", fp.chunked_loss);
+        fp.op_level_selective = f.value("op_level_selective", fp.op_level_selective);
+        fp.zero3_prefetch = f.value("zero3_prefetch", fp.zero3_prefetch);
+        fp.dp_overlap = f.value("dp_overlap", fp.dp_overlap);
+        fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
+        fp.native_kernels = f.value("native_kernels", fp.native_kernels);
+        fp.max_zero = f.value("max_zero", fp.max_zero);
+        fp.moe_dense_dispatch_group = f.value("moe_dense_dispatch_group", fp.moe_dense_dispatch_group);
         if (fp.moe_dense_dispatch_group < 0)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": moe_dense_dispatch_group must be >= 0");
-        fp.zero3_max_live_params = f.value("zero3_max_live_params", 0.0);
-        fp.fragmentation = f.value("fragmentation", 0.05);
+        fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
+        fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": zero3_max_live_params must be >= 0 and fragmentation in [0, 1]");
         if (fp.max_zero < 0 || fp.max_zero > 3)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": max_zero must be 0, 1, 2 or 3");
-        fp.launch_us = f.value("launch_us", 6.0);
-        fp.layer_overhead_us = f.value("layer_overhead_us", 0.0);
-        fp.kernel_efficiency = f.value("kernel_efficiency", 1.0);
+        fp.launch_us = f.value("launch_us", fp.launch_us);
+        fp.layer_overhead_us = f.value("layer_overhead_us", fp.layer_overhead_us);
+        fp.kernel_efficiency = f.value("kernel_efficiency", fp.kernel_efficiency);
         if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
         if (fp.zero3_prefetch < 0 || fp.launch_us < 0 || fp.layer_overhead_us < 0)

@@ -66,8 +66,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   auto FrameworkFor = [&](int t, int p, int z) -> const FrameworkProfile& {
     return req.framework ? *req.framework : DefaultFrameworkFor(estimator.params(), t, p, z);
   };
-  auto selective_is_noop = [&](int t, int p, int z) {
-    const FrameworkProfile& fw = FrameworkFor(t, p, z);
+  auto selective_is_noop = [&](const FrameworkProfile& fw) {
     return m.kind == ModelKind::kTransformer && UsesFusedAttention(*topo.gpu, req.precision, fw) &&
            !fw.op_level_selective;
   };
@@ -132,8 +131,9 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
             if (req.zero >= 0) max_zero = std::min(req.zero, 3);
             for (int z = req.zero >= 0 ? max_zero : 0; z <= max_zero; ++z) {
               if (z >= 1 && d == 1) break;
-              if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(t, p, z)) continue;
-              if (z > FrameworkFor(t, p, z).max_zero) continue;
+              const FrameworkProfile& fw = FrameworkFor(t, p, z);
+              if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(fw)) continue;
+              if (z > fw.max_zero) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;
