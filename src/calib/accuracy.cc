@@ -178,15 +178,17 @@ constexpr double kAlpaFloor = 0.2, kAlpaCeiling = 1.0;
 
 PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfParams& start, int iterations) {
   PerfParams p = start;
-  std::set<std::string> tuned, alpa_only;
+  // An architecture is fitted on rows of frameworks that run cuBLAS-class
+  // kernels. One whose only rows are Alpa's (Ada: the L20s) is not: its GEMM
+  // fraction and Alpa's kernel efficiency multiply, and one set of rows
+  // cannot tell them apart; it takes the fitted architectures' prior.
+  std::set<std::string> tuned;
   for (const ReferenceCase* c : cases)
     if (!Alpa(*c)) tuned.insert(c->arch);
-  for (const ReferenceCase* c : cases)
-    if (Alpa(*c) && !tuned.count(c->arch)) alpa_only.insert(c->arch);
   FrameworkProfile* alpa = FindFw(p, "alpa");
   bool alpa_rows_on_tuned = false;
   for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
-  for (auto& a : p.archs) a.fitted = tuned.count(a.arch) || (alpa_only.count(a.arch) && alpa_rows_on_tuned);
+  for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
 
   for (int it = 0; it < iterations; ++it) {
     Estimator est(p);
@@ -205,12 +207,6 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
     if (alpa != nullptr && alpa_rows_on_tuned) {
       double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch); });
       alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
-      for (const auto& arch : alpa_only) {
-        ArchEfficiency* a = FindArch(p, arch);
-        if (a == nullptr) continue;
-        double ra = MedianRatio(rep.results, [&](const ReferenceCase& c) { return c.arch == arch; });
-        a->gemm = step(a->gemm, ra, a->gemm_floor, a->gemm_ceiling);
-      }
     }
   }
   // Architectures without rows: the fitted ones' median fraction of ceiling.

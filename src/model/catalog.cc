@@ -67,6 +67,9 @@ ModelSpec AlpaMoe(std::string size, int hidden, int layers, int experts) {
   m.tf.experts = experts;
   m.tf.top_k = 2;
   m.tf.moe_every = 2;
+  // The Arena trainer (crius_worker/jax/trainer/moe_trainer.py) trains MoE
+  // with optax.adafactor and an fp32 master copy.
+  m.optimizer = Optimizer::kAdafactor;
   return m;
 }
 
@@ -78,6 +81,8 @@ ModelSpec WideResnet(std::string size, int depth, int channels, int width) {
   m.cnn = *BuildResNet(depth, channels, width, 224, 1024);
   // Measured Alpa times match true fp32 math (not TF32) on A100/A40/A10/H100.
   m.default_precision = Precision::kFp32;
+  // Arena's wide_resnet_trainer.py (as Alpa's benchmark): SGD with momentum.
+  m.optimizer = Optimizer::kSgdMomentum;
   m.source = "alpa suite_wresnet.py (image 224, 1024 classes, fp32) / arena configs.py";
   return m;
 }
@@ -238,7 +243,7 @@ Result<const ModelSpec*> FindModel(std::string_view name) {
 }
 
 bool SameModelShape(const ModelSpec& a, const ModelSpec& b) {
-  if (a.kind != b.kind || a.default_precision != b.default_precision) return false;
+  if (a.kind != b.kind || a.default_precision != b.default_precision || a.optimizer != b.optimizer) return false;
   if (a.kind == ModelKind::kTransformer) return TransformerFields(a.tf) == TransformerFields(b.tf);
   if (a.cnn.image != b.cnn.image || a.cnn.num_classes != b.cnn.num_classes ||
       a.cnn.blocks.size() != b.cnn.blocks.size()) {

@@ -2,6 +2,22 @@
 
 namespace tessel {
 
+const char* OptimizerName(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdam: return "adam";
+    case Optimizer::kAdafactor: return "adafactor";
+    case Optimizer::kSgdMomentum: return "sgd-momentum";
+  }
+  return "adam";
+}
+
+Result<Optimizer> ParseOptimizer(std::string_view s) {
+  if (s == "adam" || s == "adamw") return Optimizer::kAdam;
+  if (s == "adafactor") return Optimizer::kAdafactor;
+  if (s == "sgd-momentum" || s == "sgd") return Optimizer::kSgdMomentum;
+  return InvalidArgument("unknown optimizer '" + std::string(s) + "'; known: adam (adamw), adafactor, sgd-momentum (sgd)");
+}
+
 double ConvOp::Params() const {
   return static_cast<double>(cin) * cout * kernel * kernel + (batch_norm ? 2.0 * cout : cout);
 }

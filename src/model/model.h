@@ -16,6 +16,17 @@ namespace tessel {
 
 enum class ModelKind { kTransformer, kCnn };
 
+// The optimizer a model trains with: it sets the state kept per parameter.
+//  - adam: first and second moments (Kingma & Ba), fp32;
+//  - adafactor: factored second moments, no momentum (Shazeer & Stern
+//    2018; optax.adafactor's default): a row and a column vector per
+//    matrix, negligible per parameter;
+//  - sgd-momentum: one fp32 momentum buffer.
+// Mixed precision adds an fp32 master copy of the weights to each.
+enum class Optimizer { kAdam, kAdafactor, kSgdMomentum };
+const char* OptimizerName(Optimizer o);
+Result<Optimizer> ParseOptimizer(std::string_view s);
+
 struct TransformerShape {
   int layers = 0;
   int hidden = 0;
@@ -70,6 +81,7 @@ struct ModelSpec {
   TransformerShape tf;
   CnnShape cnn;
   Precision default_precision = Precision::kBf16;
+  Optimizer optimizer = Optimizer::kAdam;
 
   // Total trainable parameters.
   double Params() const;

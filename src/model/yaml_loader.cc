@@ -13,6 +13,7 @@
 //   top_k: 2
 //   moe_every: 1
 //   precision: bf16
+//   optimizer: adam   # adam | adafactor | sgd-momentum (sets optimizer state)
 // or a ResNet:
 //   name: my-resnet
 //   kind: resnet
@@ -70,7 +71,7 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
   static const std::set<std::string> kKnown = {
       "name", "kind", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
       "seq_len", "gated_ffn", "tied_embeddings", "experts", "top_k", "moe_every", "precision",
-      "depth", "channels", "width_factor", "image", "classes", "description"};
+      "optimizer", "depth", "channels", "width_factor", "image", "classes", "description"};
   for (const auto& kv : root) {
     std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("(a non-scalar key)");
     if (!kKnown.count(k)) {
@@ -92,6 +93,13 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
     auto p = ParsePrecision(prec);
     if (!p.ok()) return InvalidArgument(At(w, root["precision"], "precision") + ": " + p.status().message());
     m.default_precision = *p;
+  }
+  std::string opt;
+  TESSEL_RETURN_IF_ERROR(Read(root, w, "optimizer", &opt, false, "adam|adafactor|sgd-momentum"));
+  if (!opt.empty()) {
+    auto o = ParseOptimizer(opt);
+    if (!o.ok()) return InvalidArgument(At(w, root["optimizer"], "optimizer") + ": " + o.status().message());
+    m.optimizer = *o;
   }
   if (kind == "resnet") {
     int depth = 50, channels = 64, width = 1, image = 224, classes = 1000;

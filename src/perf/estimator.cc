@@ -377,6 +377,10 @@ Status ValidatePlan(const EstimateRequest& req) {
                  std::to_string(p.pp));
     }
   }
+  if (p.virtual_stages > 1 && req.framework != nullptr && !req.framework->interleaved_pipeline) {
+    return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": framework " + req.framework->name +
+               " has no interleaved pipeline schedule; use --virtual-stages 1 or --framework megatron");
+  }
   if (p.zero < 0 || p.zero > 3) return bad("--zero: expected 0, 1, 2 or 3, got " + std::to_string(p.zero));
   if (req.framework != nullptr && p.zero > req.framework->max_zero) {
     return bad("--zero " + std::to_string(p.zero) + ": framework " + req.framework->name +
@@ -489,7 +493,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const LayerCost& ws = stages[worst].cost;
 
   // Data-parallel synchronisation of the worst stage's gradients.
-  StateBytesPerParam sb = StateBytes(p.precision);
+  StateBytesPerParam sb = StateBytes(p.precision, m.optimizer);
   double expert_params = 0;
   if (m.kind == ModelKind::kTransformer && m.tf.IsMoe()) {
     const auto& s = m.tf;

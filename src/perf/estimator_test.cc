@@ -33,6 +33,7 @@ class Req {
   Req& Zero(int z) { r_.plan.zero = z; return *this; }
   Req& V(int v) { r_.plan.virtual_stages = v; return *this; }
   Req& Prec(Precision p) { r_.plan.precision = p; return *this; }
+  Req& Opt(Optimizer o) { model_.optimizer = o; return *this; }
   // The framework by name in `params` (they must outlive the request).
   Req& Fw(const char* name, const PerfParams& params = DefaultPerfParams()) {
     r_.framework = *params.FindFramework(name);
@@ -211,6 +212,29 @@ TEST(Frameworks, MegatronShardsAtMostTheOptimizer) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("distributed optimizer"), std::string::npos) << s.message();
   EXPECT_EQ(zero3.Run().framework, "fsdp");  // ZeRO-3 without t/p: FSDP
+}
+
+// Interleaved virtual stages are Megatron's schedule: DeepSpeed's pipeline
+// engine and Alpa refuse them, and the planner does not offer them there.
+TEST(Frameworks, InterleavingOnlyWhereTheScheduleExists) {
+  Req base = Req("gpt3-175b", "a100-80g", 64, 64);
+  base.Plan(1, 8, 8, 1).V(2);
+  EXPECT_TRUE(Req(base).Fw("megatron").Error().ok());
+  for (const char* fw : {"deepspeed", "alpa"}) {
+    Status s = Req(base).Fw(fw).Error();
+    ASSERT_FALSE(s.ok()) << fw;
+    EXPECT_NE(s.message().find("no interleaved pipeline schedule"), std::string::npos) << s.message();
+  }
+}
+
+// Optimizer state follows the model's optimizer: Adafactor's factored
+// moments and SGD's one buffer cost less memory than Adam's two.
+TEST(Frameworks, OptimizerStateFollowsTheModel) {
+  Req base = Req("gpt3-1.3b", "a100-80g", 1, 8).Plan(1, 1, 1, 1).Prec(Precision::kBf16);
+  Estimate adam = Req(base).Run();
+  Estimate ada = Req(base).Opt(Optimizer::kAdafactor).Run();
+  EXPECT_NEAR(ada.memory.optimizer_gib * 3, adam.memory.optimizer_gib, 1e-9);  // 4 vs 12 bytes
+  EXPECT_LT(ada.breakdown.optimizer_s, adam.breakdown.optimizer_s);
 }
 
 // The same plan under different frameworks differs by mechanism: eager

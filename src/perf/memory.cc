@@ -48,9 +48,12 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
   return tokens * per_token / t;
 }
 
-StateBytesPerParam StateBytes(Precision p) {
-  if (p == Precision::kFp32 || p == Precision::kTf32) return {4, 4, 8};
-  return {2, 2, 12};
+StateBytesPerParam StateBytes(Precision p, Optimizer o) {
+  const bool full = p == Precision::kFp32 || p == Precision::kTf32;
+  double moments = o == Optimizer::kAdam ? 8 : o == Optimizer::kSgdMomentum ? 4 : 0;
+  // Mixed precision keeps an fp32 master copy beside the optimizer's state.
+  if (full) return {4, 4, moments};
+  return {2, 2, 4 + moments};
 }
 
 double InFlightMicroBatches(int pp, int num_micro_batches, int virtual_stages) {

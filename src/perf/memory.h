@@ -49,7 +49,7 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
 struct StateBytesPerParam {
   double weights, gradients, optimizer;
 };
-StateBytesPerParam StateBytes(Precision p);
+StateBytesPerParam StateBytes(Precision p, Optimizer o = Optimizer::kAdam);
 
 // Micro-batches whose activations the busiest (first) stage holds at once
 // under 1F1B; interleaving adds (p-1)/(p*v) (Korthikanti eq. 5).

@@ -162,6 +162,12 @@ TEST(Memory, StateBytesFollowZeroPaper) {
   EXPECT_EQ(mixed.weights + mixed.gradients + mixed.optimizer, 16);  // 2 + 2 + 12
   auto fp32 = StateBytes(Precision::kFp32);
   EXPECT_EQ(fp32.weights + fp32.gradients + fp32.optimizer, 16);  // 4 + 4 + 8
+  // Adafactor keeps factored moments (negligible) beside the master copy;
+  // SGD one momentum buffer.
+  auto ada = StateBytes(Precision::kFp16, Optimizer::kAdafactor);
+  EXPECT_EQ(ada.weights + ada.gradients + ada.optimizer, 8);  // 2 + 2 + 4
+  auto sgd = StateBytes(Precision::kFp32, Optimizer::kSgdMomentum);
+  EXPECT_EQ(sgd.weights + sgd.gradients + sgd.optimizer, 12);  // 4 + 4 + 4
 }
 
 TEST(Memory, InFlightMicroBatches) {

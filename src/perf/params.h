@@ -89,6 +89,10 @@ struct FrameworkProfile {
   // The deepest ZeRO stage the framework implements (Megatron: 1, the
   // distributed optimizer; FSDP and DeepSpeed: 3).
   int max_zero = 3;
+  // The pipeline schedule can interleave virtual stages (Megatron's
+  // interleaved 1F1B, Narayanan et al. 2021). DeepSpeed's pipeline engine
+  // and Alpa run one stage per device (1F1B / GPipe).
+  bool interleaved_pipeline = true;
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;

@@ -134,6 +134,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               const FrameworkProfile& fw = FrameworkFor(t, p, z);
               if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(fw)) continue;
               if (z > fw.max_zero) continue;
+              if (v > 1 && !fw.interleaved_pipeline) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;
