@@ -1,0 +1,111 @@
+// Flow-level network model (issue 13, SYSTEM.md idea 3): links with a
+// bandwidth, transfers (flows) over a path of links, and max-min fair
+// sharing of every link among the flows crossing it — fluid, not packets.
+// Between two flow arrivals or completions the rates are constant, so the
+// model advances from one completion to the next exactly.
+//
+// Wang, Shi, Wang and Chu ("Communication Contention Aware Scheduling of
+// Multiple Deep Learning Training Jobs", arXiv 2002.10105) model contending
+// all-reduces on a 10 Gb/s Ethernet by the slowdown of k concurrent tasks;
+// here contention is max-min sharing of each link, plus (for AdaDUAL's
+// decision) the paper's observation that two concurrent transfers on one
+// link also lose some of its bandwidth (`contention_overhead`).
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "hardware/cluster.h"
+
+namespace tessel {
+
+// Max-min fair rates (progressive filling): every flow's rate is as large as
+// possible without making a smaller one smaller. `paths[f]` lists the links
+// flow f crosses; capacities in bytes/s. A flow crossing no link is not
+// limited (rate +infinity).
+std::vector<double> MaxMinRates(const std::vector<double>& capacities,
+                                const std::vector<std::vector<int>>& paths);
+
+class FlowNetwork {
+ public:
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+  // A link of `bytes_per_s` (> 0); returns its id.
+  Result<int> AddLink(std::string name, double bytes_per_s);
+  // A transfer of `bytes` (> 0) over `links` starting now; returns its id.
+  Result<int> AddFlow(std::vector<int> links, double bytes);
+
+  double now() const { return now_; }
+  // Current max-min rate of an active flow (0 once finished).
+  double Rate(int flow) const;
+  double Remaining(int flow) const { return flows_[flow].remaining; }
+  double Moved(int flow) const { return flows_[flow].bytes - flows_[flow].remaining; }
+  bool Active(int flow) const { return flows_[flow].finish == kNever; }
+  double FinishTime(int flow) const { return flows_[flow].finish; }
+  int active_flows() const { return active_; }
+  const std::string& link_name(int link) const { return links_[link].name; }
+
+  // Time of the next completion at the current rates (kNever if none).
+  double NextCompletion() const;
+  // Advances to min(next completion, `until`); returns the flows that
+  // finished (in id order).
+  std::vector<int> Advance(double until = kNever);
+  // Advances until every flow has finished.
+  void RunToCompletion();
+
+ private:
+  struct Link {
+    std::string name;
+    double capacity;
+  };
+  struct Flow {
+    std::vector<int> links;
+    double bytes, remaining, rate = 0, start, finish = kNever;
+  };
+  void Reshare();
+
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+  double now_ = 0;
+  int active_ = 0;
+};
+
+// A cluster's fabric as links (issue 13's topology): each node's NICs as an
+// up and a down link (its network_gbps, full duplex); with racks, each
+// rack's uplink and downlink to the spine, carrying the rack's NIC
+// bandwidth divided by the oversubscription. One switch (no racks): node
+// links only.
+struct Fabric {
+  FlowNetwork network;  // the links, no flows
+  std::vector<int> node_up, node_down;  // link id per node
+  std::vector<int> rack_up, rack_down;  // link id per rack (empty: one switch)
+  std::vector<int> node_rack;
+  // The links a transfer from node a to node b crosses (none inside a node).
+  std::vector<int> Path(int a, int b) const;
+  // A ring over `nodes` (in the given order): each node sends to the next;
+  // one path per hop (a ring all-reduce's steady traffic).
+  std::vector<std::vector<int>> Ring(const std::vector<int>& nodes) const;
+};
+Fabric BuildFabric(const Cluster& cluster);
+
+// AdaDUAL's decision for a communication task that becomes ready while
+// another one is using the same link (Wang et al. 2020, Section 5): start it
+// now, sharing the link, or queue it behind the running one. Both orders
+// are computed in the fluid model; two transfers sharing the link move
+// together at capacity / (1 + contention_overhead).
+struct DualChoice {
+  bool concurrent = false;
+  // Completion times (from now) of the running and the new task.
+  double serial_running = 0, serial_new = 0;
+  double concurrent_running = 0, concurrent_new = 0;
+};
+// Chooses concurrent when it completes the two tasks sooner (the sum of
+// their completion times, the paper's objective: average completion) than
+// running them one after the other. Deviation: the paper states the rule
+// with its measured contention model; here it is the fluid model above.
+DualChoice AdaDual(double running_remaining_bytes, double new_bytes, double link_bytes_per_s,
+                   double contention_overhead);
+
+}  // namespace tessel
