@@ -150,18 +150,6 @@ AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estim
 
 namespace {
 
-ArchEfficiency* FindArch(PerfParams& p, const std::string& arch) {
-  for (auto& a : p.archs)
-    if (a.arch == arch) return &a;
-  return nullptr;
-}
-
-FrameworkProfile* FindFw(PerfParams& p, const std::string& name) {
-  for (auto& f : p.frameworks)
-    if (f.name == name) return &f;
-  return nullptr;
-}
-
 // Median predicted/measured time ratio of the rows selected by `pick`
 // (rows without a fitting plan count as far too slow a prediction: 2).
 template <typename Pick>
@@ -185,7 +173,7 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
   std::set<std::string> tuned;
   for (const ReferenceCase* c : cases)
     if (!Alpa(*c)) tuned.insert(c->arch);
-  FrameworkProfile* alpa = FindFw(p, "alpa");
+  FrameworkProfile* alpa = p.MutableFramework("alpa");
   bool alpa_rows_on_tuned = false;
   for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
   for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
@@ -199,7 +187,7 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
       return std::clamp(value * std::pow(ratio, 1.2), lo, hi);
     };
     for (const auto& arch : tuned) {
-      ArchEfficiency* a = FindArch(p, arch);
+      ArchEfficiency* a = p.MutableArch(arch);
       if (a == nullptr) continue;
       double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return !Alpa(c) && c.arch == arch; });
       a->gemm = step(a->gemm, r, a->gemm_floor, a->gemm_ceiling);

@@ -74,10 +74,11 @@ AccuracyReport EvaluateCases(const std::vector<const ReferenceCase*>& cases, con
 void Summarize(AccuracyReport* rep);
 
 // Fits each architecture's GEMM efficiency to the median time ratio of its
-// rows from vendor-library frameworks, Alpa's kernel efficiency to its rows
-// on architectures others measured, and architectures only Alpa measured
-// through that factor; every value stays inside its bounds. Architectures
-// without rows get the median fraction of ceiling of the fitted ones.
+// rows from vendor-library frameworks and Alpa's kernel efficiency to its
+// rows on those architectures; every value stays inside its bounds.
+// Architectures without such rows (none at all, or only Alpa's, where the
+// two factors cannot be told apart) get the fitted ones' median fraction of
+// ceiling.
 PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfParams& start, int iterations = 8);
 PerfParams FitParams(const ReferenceSet& refs, const PerfParams& start, int iterations = 8);
 

@@ -2,15 +2,6 @@
 
 namespace tessel {
 
-const char* OptimizerName(Optimizer o) {
-  switch (o) {
-    case Optimizer::kAdam: return "adam";
-    case Optimizer::kAdafactor: return "adafactor";
-    case Optimizer::kSgdMomentum: return "sgd-momentum";
-  }
-  return "adam";
-}
-
 Result<Optimizer> ParseOptimizer(std::string_view s) {
   if (s == "adam" || s == "adamw") return Optimizer::kAdam;
   if (s == "adafactor") return Optimizer::kAdafactor;

@@ -24,7 +24,6 @@ enum class ModelKind { kTransformer, kCnn };
 //  - sgd-momentum: one fp32 momentum buffer.
 // Mixed precision adds an fp32 master copy of the weights to each.
 enum class Optimizer { kAdam, kAdafactor, kSgdMomentum };
-const char* OptimizerName(Optimizer o);
 Result<Optimizer> ParseOptimizer(std::string_view s);
 
 struct TransformerShape {

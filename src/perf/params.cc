@@ -1,5 +1,7 @@
 #include "perf/params.h"
 
+#include <cassert>
+
 #include <nlohmann/json.hpp>
 
 namespace tessel {
@@ -8,15 +10,6 @@ const ArchEfficiency& PerfParams::ForArch(const std::string& arch) const {
   for (const auto& a : archs)
     if (a.arch == arch) return a;
   return fallback;
-}
-
-const char* AttentionKernelName(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::kNone: return "unfused";
-    case AttentionKernel::kFlash2: return "flash-attention-2";
-    case AttentionKernel::kBest: return "best fused (FlashAttention-3/cuDNN on Hopper)";
-  }
-  return "?";
 }
 
 const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero) {
@@ -45,6 +38,18 @@ Result<const FrameworkProfile*> PerfParams::FindFramework(std::string_view name)
   std::string known;
   for (const auto& f : frameworks) known += (known.empty() ? "" : ", ") + f.name;
   return NotFound("unknown framework '" + std::string(name) + "'; known: " + known);
+}
+
+ArchEfficiency* PerfParams::MutableArch(std::string_view arch) {
+  for (auto& a : archs)
+    if (a.arch == arch) return &a;
+  return nullptr;
+}
+
+FrameworkProfile* PerfParams::MutableFramework(std::string_view name) {
+  for (auto& f : frameworks)
+    if (f.name == name) return &f;
+  return nullptr;
 }
 
 namespace {
@@ -191,22 +196,19 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   return v;
 }
 
-void FittedArch(PerfParams& p, const char* arch, double gemm) {
-  for (auto& a : p.archs)
-    if (a.arch == arch) {
-      a.gemm = gemm;
-      a.fitted = true;
-    }
+void SetArch(PerfParams& p, const char* arch, double gemm, bool fitted) {
+  ArchEfficiency* a = p.MutableArch(arch);
+  assert(a != nullptr && "generated block names an architecture ArchDefaults() lacks");
+  a->gemm = gemm;
+  a->fitted = fitted;
 }
-
-void UnfittedArch(PerfParams& p, const char* arch, double gemm) {
-  for (auto& a : p.archs)
-    if (a.arch == arch) a.gemm = gemm;
-}
+void FittedArch(PerfParams& p, const char* arch, double gemm) { SetArch(p, arch, gemm, true); }
+void UnfittedArch(PerfParams& p, const char* arch, double gemm) { SetArch(p, arch, gemm, false); }
 
 void FittedFramework(PerfParams& p, const char* name, double kernel_efficiency) {
-  for (auto& f : p.frameworks)
-    if (f.name == name) f.kernel_efficiency = kernel_efficiency;
+  FrameworkProfile* f = p.MutableFramework(name);
+  assert(f != nullptr && "generated block names a framework FrameworkDefaults() lacks");
+  f->kernel_efficiency = kernel_efficiency;
 }
 
 PerfParams BuildDefaults() {
@@ -370,11 +372,12 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         FrameworkProfile fp;
         fp.name = f.at("name").get<std::string>();
         fp.note = f.value("note", "");
-        std::string att = f.value("attention", "best");
-        if (att == "none") fp.attention = AttentionKernel::kNone;
-        else if (att == "fa2") fp.attention = AttentionKernel::kFlash2;
-        else if (att == "best") fp.attention = AttentionKernel::kBest;
-        else return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
+        std::string att = f.value("attention", AttentionKernelKey(fp.attention));
+        bool known = false;
+        for (AttentionKernel k : {AttentionKernel::kNone, AttentionKernel::kFlash2, AttentionKernel::kBest})
+          if (att == AttentionKernelKey(k)) fp.attention = k, known = true;
+        if (!known)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
         fp.fused_elementwise = f.value("fused_elementwise", fp.fused_elementwise);
         fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", fp.eager_elementwise_traffic);
         if (!(fp.eager_elementwise_traffic >= 1 && fp.eager_elementwise_traffic <= 20))
@@ -429,7 +432,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       p.kernel_overhead_s < 0 || !(p.gemm_dim_half >= 0) || p.dp_overlap_fraction < 0 || p.dp_overlap_fraction > 1 ||
       p.tp_overlap_fraction < 0 || p.tp_overlap_fraction > 1)
     return InvalidArgument(source + ": memory_overhead_gib, iteration_overhead_s, kernel_overhead_s and gemm_dim_half "
-                                    "must be >= 0; fragmentation and dp_overlap_fraction in [0, 1]");
+                                    "must be >= 0; dp_overlap_fraction and tp_overlap_fraction in [0, 1]");
   return p;
 }
 

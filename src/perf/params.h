@@ -113,8 +113,6 @@ struct FrameworkProfile {
   double kernel_efficiency = 1.0;
 };
 
-const char* AttentionKernelName(AttentionKernel k);
-
 // One class of link as collectives see it.
 struct LinkFit {
   double efficiency = 0.8;  // achieved bus bandwidth / nominal per-direction bandwidth
@@ -159,6 +157,9 @@ struct PerfParams {
   const LinkFit& ForLink(LinkKind k) const;
   // NotFound lists the known frameworks.
   Result<const FrameworkProfile*> FindFramework(std::string_view name) const;
+  // For calibration, which sets fitted values in place: nullptr when absent.
+  ArchEfficiency* MutableArch(std::string_view arch);
+  FrameworkProfile* MutableFramework(std::string_view name);
 };
 
 // The embedded defaults.
