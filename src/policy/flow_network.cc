@@ -73,32 +73,42 @@ Result<int> FlowNetwork::AddFlow(std::vector<int> links, double bytes) {
   f.bytes = f.remaining = bytes;
   f.start = now_;
   flows_.push_back(std::move(f));
-  active_++;
+  active_.push_back(static_cast<int>(flows_.size()) - 1);
   Reshare();
   return static_cast<int>(flows_.size()) - 1;
 }
 
 double FlowNetwork::Rate(int flow) const { return Active(flow) ? flows_[flow].rate : 0.0; }
 
+void FlowNetwork::set_contention_overhead(double overhead) {
+  overhead_ = std::isfinite(overhead) ? std::max(0.0, overhead) : 0.0;
+  Reshare();
+}
+
 void FlowNetwork::Reshare() {
   std::vector<double> caps;
   caps.reserve(links_.size());
   for (const auto& l : links_) caps.push_back(l.capacity);
   std::vector<std::vector<int>> paths;
-  std::vector<int> ids;
-  for (size_t f = 0; f < flows_.size(); ++f) {
-    if (!Active(static_cast<int>(f))) continue;
-    paths.push_back(flows_[f].links);
-    ids.push_back(static_cast<int>(f));
+  paths.reserve(active_.size());
+  for (int f : active_) paths.push_back(flows_[f].links);
+  if (overhead_ > 0) {
+    std::vector<int> on(links_.size(), 0);
+    for (const auto& p : paths)
+      for (int l : p) on[l]++;
+    for (size_t l = 0; l < links_.size(); ++l)
+      if (on[l] >= 2) caps[l] /= 1.0 + overhead_;
   }
   std::vector<double> r = MaxMinRates(caps, paths);
-  for (size_t i = 0; i < ids.size(); ++i) flows_[ids[i]].rate = r[i];
+  for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = r[i];
 }
 
 double FlowNetwork::NextCompletion() const {
   double t = kNever;
-  for (const auto& f : flows_)
-    if (f.finish == kNever && f.rate > 0) t = std::min(t, now_ + f.remaining / f.rate);
+  for (int i : active_) {
+    const Flow& f = flows_[i];
+    if (f.rate > 0) t = std::min(t, now_ + f.remaining / f.rate);
+  }
   return t;
 }
 
@@ -108,9 +118,10 @@ std::vector<int> FlowNetwork::Advance(double until) {
   std::vector<int> done;
   if (t == kNever) return done;
   double dt = t - now_;
-  for (size_t i = 0; i < flows_.size(); ++i) {
+  std::vector<int> still;
+  still.reserve(active_.size());
+  for (int i : active_) {
     Flow& f = flows_[i];
-    if (f.finish != kNever) continue;
     f.remaining -= f.rate * dt;
     // The flow(s) defining the next completion finish exactly; others that
     // end within rounding of it too.
@@ -118,17 +129,19 @@ std::vector<int> FlowNetwork::Advance(double until) {
       f.remaining = 0;
       f.finish = t;
       f.rate = 0;
-      done.push_back(static_cast<int>(i));
-      active_--;
+      done.push_back(i);
+    } else {
+      still.push_back(i);
     }
   }
-  now_ = t;
+  active_.swap(still);
+  now_ = std::max(now_, t);
   if (!done.empty()) Reshare();
   return done;
 }
 
 void FlowNetwork::RunToCompletion() {
-  while (active_ > 0) {
+  while (!active_.empty()) {
     if (Advance().empty() && NextCompletion() == kNever) break;
   }
 }

@@ -44,8 +44,16 @@ class FlowNetwork {
   double Moved(int flow) const { return flows_[flow].bytes - flows_[flow].remaining; }
   bool Active(int flow) const { return flows_[flow].finish == kNever; }
   double FinishTime(int flow) const { return flows_[flow].finish; }
-  int active_flows() const { return active_; }
+  int active_flows() const { return static_cast<int>(active_.size()); }
+  int num_links() const { return static_cast<int>(links_.size()); }
   const std::string& link_name(int link) const { return links_[link].name; }
+  double capacity(int link) const { return links_[link].capacity; }
+  const std::vector<int>& links_of(int flow) const { return flows_[flow].links; }
+
+  // Wang et al.'s observation that transfers contending for a link lose
+  // some of its bandwidth: a link carrying two or more flows moves
+  // capacity / (1 + overhead) among them (0, the default: pure max-min).
+  void set_contention_overhead(double overhead);
 
   // Time of the next completion at the current rates (kNever if none).
   double NextCompletion() const;
@@ -68,8 +76,9 @@ class FlowNetwork {
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  std::vector<int> active_;  // ids of unfinished flows, ascending
   double now_ = 0;
-  int active_ = 0;
+  double overhead_ = 0;
 };
 
 // A cluster's fabric as links (issue 13's topology): each node's NICs as an

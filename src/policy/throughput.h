@@ -29,6 +29,12 @@ struct JobRate {
   double tokens_per_s = 0;      // 0 for models without tokens (CNNs)
   ParallelPlan plan;            // the plan this rate assumes
   std::string reason;           // why it does not fit, when !fits
+  // Inter-node communication per iteration (0 on one node), for the
+  // flow-level network model (policy/network_model.h): how long the job's
+  // traffic occupies each of its nodes' NICs alone at full bandwidth, and
+  // how much of that is not hidden behind compute (exposed <= network).
+  double network_s = 0;
+  double network_exposed_s = 0;
 };
 
 // One plan of a grid's plan set, for the executor that launches the job:
