@@ -97,7 +97,7 @@ void FlowNetwork::Reshare() {
     for (const auto& p : paths)
       for (int l : p) on[l]++;
     for (size_t l = 0; l < links_.size(); ++l)
-      if (on[l] >= 2) caps[l] /= 1.0 + overhead_;
+      if (on[l] >= 2) caps[l] /= 1.0 + overhead_ * (on[l] - 1) / on[l];
   }
   std::vector<double> r = MaxMinRates(caps, paths);
   for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = r[i];
@@ -193,9 +193,10 @@ DualChoice AdaDual(double running_remaining_bytes, double new_bytes, double link
   // One after the other: the running task keeps the link, then the new one.
   c.serial_running = r / b;
   c.serial_new = (r + m) / b;
-  // Together: each moves at b / (2 (1 + overhead)) until the smaller ends,
-  // then the larger has the link alone.
-  const double shared = b / (2.0 * (1.0 + contention_overhead));
+  // Together: each moves at b / (2 + overhead) (the link loses overhead/2
+  // of its bandwidth to two contending transfers, FlowNetwork's rule) until
+  // the smaller ends, then the larger has the link alone.
+  const double shared = b / (2.0 + contention_overhead);
   const double first = std::min(r, m) / shared;
   const double second = first + (std::max(r, m) - std::min(r, m)) / b;
   c.concurrent_running = r <= m ? first : second;
