@@ -61,6 +61,12 @@ void SimFlags::Add(CLI::App& app) {
                  "Pollux artifact's, for workloads played from application profiles)");
   app.add_option("--start-overhead", start_overhead_s,
                  "Seconds a job's first start costs (default 0; 30 for workloads played from application profiles)");
+  app.add_option("--network", network,
+                 "Network model for jobs spread over nodes: flow (default; their transfers share NICs and rack "
+                 "uplinks max-min, a fluid model) or off (each runs at its rate alone)");
+  app.add_option("--contention-overhead", contention_overhead,
+                 "Bandwidth transfers lose when they contend for a link, as Wang et al.'s eta/beta: k transfers "
+                 "carry capacity / (1 + x (k-1)/k) (default 0: pure max-min; their 10 GbE figure is 0.2745)");
   app.add_option("--out", out, "Write summary.json, jobs.csv, timeline.csv and plots (PNG, gnuplot) to this directory");
   app.add_option("--event-log", event_log, "Write every event and decision to this file");
   app.add_option("--data", data, "Shared data folder for --truth arena-db (default $TESSEL_DATA or ../shared/data)");
@@ -136,6 +142,12 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
         "--node-mtbf-h, --repair-h and --checkpoint-interval: expected finite values >= 0 (at most 1e9 s); "
         "--storage-gbs and --time-scale: expected finite values > 0");
   }
+  if (f.network != "flow" && f.network != "off")
+    return InvalidArgument("--network '" + f.network + "': expected flow or off");
+  c.network.enabled = f.network == "flow";
+  if (!std::isfinite(f.contention_overhead) || f.contention_overhead < 0 || f.contention_overhead > 100)
+    return InvalidArgument("--contention-overhead: expected a finite number from 0 to 100");
+  c.network.contention_overhead = f.contention_overhead;
   c.failures.node_mtbf_s = f.node_mtbf_h * 3600;
   c.failures.repair_s = f.repair_h * 3600;
   c.failures.checkpoint_interval_s = f.checkpoint_interval_s;

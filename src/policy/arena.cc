@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "model/catalog.h"
-#include "policy/contention.h"
+#include "policy/network_model.h"
 #include "policy/goodput_alloc.h"
 #include "policy/placement.h"
 #include "policy/throughput.h"
@@ -58,6 +58,9 @@ struct ArenaParams {
   // Plans per new allocation handed to the executor (its grid's Pareto set
   // of time against memory; 0: none).
   int plan_set = 4;
+  // Load-aware grids: the flow-level network model's expected share of
+  // the links a grid must cross (false: every grid at full bandwidth).
+  bool network = true;
 };
 
 // Checkpoint bytes per parameter (mixed precision + Adam), as the engine.
@@ -88,9 +91,17 @@ class ArenaPolicy : public Policy {
   Decision Decide(const Snapshot& snap) override {
     const Cluster& cluster = *snap.cluster;
     std::vector<int> capacity = UpGpusByType(snap);
-    RackLoad load(cluster);
-    for (const JobView* job : snap.jobs)
-      if (!job->alloc.empty()) load.Add(job->alloc);
+    if (network_ == nullptr || &network_->cluster() != &cluster)
+      network_ = std::make_unique<NetworkModel>(cluster, NetworkOptions{});
+    NetworkLoad load(*network_);
+    if (p_.network) {
+      for (const JobView* job : snap.jobs) {
+        if (job->alloc.nodes() < 2) continue;
+        const Allocation& a = job->alloc;
+        const JobRate& r = snap.belief->Rate(*job->spec, a.type, a.gpus(), a.nodes());
+        if (r.fits && r.iteration_time_s > 0) load.Add(a, r.network_s / r.iteration_time_s);
+      }
+    }
     Decision reject;
     std::vector<JobCurves> curves;
     std::vector<std::pair<double, JobCurves>> ranked;  // for the priority order
@@ -175,7 +186,7 @@ class ArenaPolicy : public Policy {
 
  private:
   // The job's grids: (type, count) shapes that fit, ascending count per type.
-  std::vector<Grid> Grids(const JobView& job, const Snapshot& snap, const RackLoad& load) {
+  std::vector<Grid> Grids(const JobView& job, const Snapshot& snap, const NetworkLoad& load) {
     const Cluster& cluster = *snap.cluster;
     const JobSpec& s = *job.spec;
     std::vector<int> counts;
@@ -203,7 +214,7 @@ class ArenaPolicy : public Policy {
         // the cross-rack jobs already there. Every grid, the current one
         // too, is priced by where a grid of its size can expect to go, so a
         // decision stands when nothing changes.
-        double share = load.ExpectedShare(t, nodes);
+        double share = p_.network ? load.ExpectedShare(t, nodes) : 1.0;
         const JobRate& r = snap.belief->RateShared(s, t, g, nodes, share);
         if (!r.fits || r.samples_per_s <= 0) continue;
         out.push_back({t, g, nodes, r.samples_per_s, r.iteration_time_s});
@@ -413,6 +424,7 @@ class ArenaPolicy : public Policy {
   std::string name_;
   ArenaParams p_;
   PolicyTraits traits_;
+  std::unique_ptr<NetworkModel> network_;  // the cluster's fabric, built once
   std::unordered_map<std::string, double> checkpoint_bytes_;
   int64_t admitted_ = 0;
   int64_t migrations_ = 0;
@@ -454,7 +466,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
                           {"backfill", &p.backfill},
                           {"full_search", &p.full_search},
                           {"marginal", &p.marginal},
-                          {"repack", &p.repack}}) {
+                          {"repack", &p.repack},
+                          {"network", &p.network}}) {
     auto v = o.GetBool(key, *out);
     if (!v.ok()) return v.status();
     *out = *v;
@@ -499,6 +512,7 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
       "admit_actions=<n> (default 2; shrinks or type changes it may make per admitted job)",
       "defrag_moves=<n> (default 2; jobs a placement may migrate to defragment; 0 = off)",
       "repack=true|false (default true; a grant still short after that may re-place every job)",
+      "network=true|false (default true; grids across racks priced by the network model's expected link share)",
       "plan_set=<n> (default 4; plans of each new allocation's Pareto set handed to the executor; 0 = none)"};
   for (const Variant& v : {
            Variant{"arena",

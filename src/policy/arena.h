@@ -69,8 +69,10 @@
 //                      most 600 s) instead of the grid-pruned one.
 //
 // Load-aware: a grid that must span racks is timed at the share of the
-// rack uplinks it can expect given the cross-rack jobs already running
-// (policy/contention.h).
+// rack uplinks it can expect given the multi-node jobs already running,
+// each loading the links of its ring by its duty cycle (the flow-level
+// network model's mean field, policy/network_model.h; option network=false
+// turns it off).
 //
 // Deadlines are ignored.
 #pragma once

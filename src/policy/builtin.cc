@@ -8,6 +8,7 @@
 #include "policy/optimus.h"
 #include "policy/pollux.h"
 #include "policy/sia.h"
+#include "policy/srsf.h"
 #include "policy/srtf.h"
 #include "policy/tiresias.h"
 
@@ -18,6 +19,7 @@ const PolicyRegistry& PolicyRegistry::Builtin() {
     PolicyRegistry r;
     RegisterFcfsPolicy(r);
     RegisterSrtfPolicy(r);
+    RegisterSrsfPolicies(r);
     RegisterTiresiasPolicy(r);
     RegisterGandivaPolicy(r);
     RegisterElasticFlowPolicy(r);

@@ -40,6 +40,9 @@ struct PolicyTraits {
   bool profiles_types = false;
   // What profiling a new job costs before the policy sees it (arena).
   ProfilingModel profiling;
+  // How the backend starts a multi-node job's transfer on busy links
+  // (ada-srsf and its baselines; everyone else shares at once).
+  CommSchedule comm_schedule = CommSchedule::kConcurrent;
 };
 
 class Policy {

@@ -48,6 +48,13 @@ enum class JobPhase {
 };
 const char* JobPhaseName(JobPhase p);
 
+// How a multi-node job's transfer starts when another job's transfer is
+// using one of its links (Wang et al. 2020; policy/network_model.h):
+// kConcurrent shares the links at once (max-min; their SRSF(2)), kSerial
+// waits until they are free (SRSF(1)), kAdaDual decides per transfer.
+enum class CommSchedule { kConcurrent, kSerial, kAdaDual };
+const char* CommScheduleName(CommSchedule s);
+
 // What a job's agent tells the scheduler (Pollux §4.1: the job-level half
 // of co-adaptive scheduling). Only jobs played from an application profile
 // (JobSpec::app) have an agent; the scheduler never sees the profile, only

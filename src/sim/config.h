@@ -40,6 +40,15 @@ struct FailureModel {
   double checkpoint_interval_s = 1800;  // running jobs checkpoint this often
 };
 
+// The flow-level network model (policy/network_model.h): the truth for jobs
+// spread over nodes.
+struct NetworkConfig {
+  bool enabled = true;  // off: multi-node jobs run at their rate alone
+  // Wang et al.'s contention overhead eta/beta (FlowNetwork): 0 = pure
+  // max-min sharing; their 10 GbE measurement is 0.235/0.856 = 0.2745.
+  double contention_overhead = 0;
+};
+
 struct SimConfig {
   SimTime round = Seconds(300);   // scheduling round
   SimTime horizon = kNever;       // stop here; unfinished jobs are reported
@@ -51,6 +60,7 @@ struct SimConfig {
   std::string reference_gpu;
   // Learning-rate scaling rule of jobs with a goodput agent.
   goodput::ScalingRule scaling_rule = goodput::ScalingRule::kAdaScale;
+  NetworkConfig network;
 };
 
 }  // namespace tessel

@@ -5,12 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <queue>
 #include <unordered_map>
 
 #include "goodput/goodput.h"
 #include "model/catalog.h"
-#include "policy/contention.h"
+#include "policy/network_model.h"
 #include "policy/placement.h"
 #include "sim/app_player.h"
 
@@ -66,7 +67,11 @@ struct JobState {
     double iteration_time_s;
   };
   std::vector<Segment> run;
-  double network_share = 1.0;   // of its nodes' network bandwidth (shared rack uplinks)
+  // The truth's rate alone on the allocation (the network model slows it
+  // from there): iteration time, and its inter-node traffic's time.
+  double alone_iteration_s = 0;
+  double network_s = 0, network_exposed_s = 0;
+  uint64_t alloc_epoch = 0;     // counts allocations (network model's cache key)
   SimTime ready_at = 0;         // kStarting ends
   uint64_t version = 0;
   SimTime finish = kNever;
@@ -131,13 +136,20 @@ struct SimBackend::Impl {
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
+  NetworkModel network;
+  // The groups of multi-node jobs the network model last rated, by their
+  // members' (job, allocation) pairs: unchanged groups keep their rates.
+  std::set<std::vector<std::pair<int, uint64_t>>> rated_groups;
+  uint64_t next_alloc_epoch = 0;
   std::map<std::string, SimTime> profiled_at;  // profile key -> when it is ready
   BackendEvents found;  // of the current Advance
 
   Impl(const Cluster& c, const Workload& w, const Policy& p, ThroughputModel& b, ThroughputModel& t,
        const SimConfig& cfg, const goodput::AppCatalog* a, std::ostream* l)
       : cluster(c), workload(w), policy_name(p.name()), traits(p.traits()), belief(b), truth(t), config(cfg),
-        apps(a), log(l), player(c, cfg.scaling_rule) {}
+        apps(a), log(l), player(c, cfg.scaling_rule),
+        network(c, NetworkOptions{.schedule = traits.comm_schedule,
+                                  .contention_overhead = cfg.network.contention_overhead}) {}
 
   void Push(SimTime t, EventKind k, int target, uint64_t version = 0) {
     events.push({t, k, target, version, seq++});
@@ -519,7 +531,7 @@ struct SimBackend::Impl {
     for (const auto& [idx, alloc] : grants) {
       JobState& j = jobs[idx];
       for (const Placement& p : alloc->parts) free[p.node] -= p.gpus;
-      j.network_share = 1.0;
+      j.alloc_epoch = ++next_alloc_epoch;
       if (alloc->nodes() > 1) contention_dirty = true;
       const JobSpec& s = *j.view.spec;
       AppJob* a = app[idx].get();
@@ -548,6 +560,8 @@ struct SimBackend::Impl {
               " accum=" + std::to_string(a->choice.accum_steps);
       } else {
         SetRate(j, *rate);
+        j.network_s = j.network_exposed_s = 0;
+        if (alloc->nodes() > 1) NetworkOf(j, *rate, *alloc);
         how = " plan=" + rate->plan.ToString();
       }
       // The policy's plan set for the executor: a launcher runs its first
@@ -567,7 +581,7 @@ struct SimBackend::Impl {
 
   // A job's truth rate from a ThroughputModel answer.
   static void SetRate(JobState& j, const JobRate& r) {
-    j.iteration_time_s = r.iteration_time_s;
+    j.iteration_time_s = j.alone_iteration_s = r.iteration_time_s;
     j.samples_per_iter = r.samples_per_s * r.iteration_time_s;
     j.tokens_per_iter = r.tokens_per_s * r.iteration_time_s;
   }
@@ -588,40 +602,65 @@ struct SimBackend::Impl {
     return buf;
   }
 
-  // Shared rack uplinks (policy/contention.h): after allocations change,
-  // every running job spread over racks is re-rated at its network share.
-  // Jobs played from profiles keep their measured rates.
-  void UpdateContention() {
-    contention_dirty = false;
-    if (cluster.num_racks() <= 1) return;
-    std::vector<int> idx(running.begin(), running.end());
-    std::sort(idx.begin(), idx.end());
-    std::vector<const Allocation*> allocs;
-    allocs.reserve(idx.size());
-    for (int i : idx) allocs.push_back(&jobs[i].view.alloc);
-    std::vector<double> shares = NetworkShares(cluster, allocs);
-    for (size_t k = 0; k < idx.size(); ++k) {
-      JobState& j = jobs[idx[k]];
-      if (app[idx[k]] != nullptr || std::abs(shares[k] - j.network_share) < 1e-9) continue;
-      j.network_share = shares[k];
-      Rerate(j);
+  // A multi-node job's traffic for the network model. A truth without a
+  // breakdown (measured tables) takes the belief's: the same fractions of
+  // its own iteration.
+  void NetworkOf(JobState& j, const JobRate& truth_rate, const Allocation& alloc) {
+    const JobRate* r = &truth_rate;
+    double scale = 1;
+    if (r->network_s <= 0) {
+      const JobRate& b = belief.Rate(*j.view.spec, alloc.type, alloc.gpus(), alloc.nodes());
+      if (!b.fits || b.iteration_time_s <= 0) return;
+      r = &b;
+      scale = truth_rate.iteration_time_s / b.iteration_time_s;
     }
+    j.network_s = std::min(r->network_s * scale, j.alone_iteration_s);
+    j.network_exposed_s = std::min(r->network_exposed_s * scale, j.network_s);
   }
 
-  void Rerate(JobState& j) {
-    const JobSpec& s = *j.view.spec;
-    const Allocation& a = j.view.alloc;
-    const JobRate* r = &truth.RateShared(s, a.type, a.gpus(), a.nodes(), j.network_share);
-    if (!r->fits) r = &belief.RateShared(s, a.type, a.gpus(), a.nodes(), j.network_share);
-    if (!r->fits) return;  // keeps its rate
-    bool progressing = j.view.phase == JobPhase::kRunning;
-    if (progressing) Touch(j);
-    SetRate(j, *r);
-    Log("rate job=" + s.id + " network_share=" + FormatIter(j.network_share) + " iter_s=" + FormatIter(j.iteration_time_s));
-    if (progressing) {
-      ++j.version;
-      BeginProgress(j, /*continues=*/true);
+  // The flow-level network model (policy/network_model.h): after
+  // allocations change, every group of running multi-node jobs that share
+  // links and changed since it was last rated is re-rated together. Jobs
+  // played from profiles keep their measured rates.
+  void UpdateContention() {
+    contention_dirty = false;
+    if (!config.network.enabled) return;
+    std::vector<int> idx;
+    for (int i : running) {
+      const JobState& j = jobs[i];
+      if (app[i] == nullptr && j.view.phase == JobPhase::kRunning && j.view.alloc.nodes() > 1 && j.network_s > 0)
+        idx.push_back(i);
     }
+    std::sort(idx.begin(), idx.end());
+    std::vector<CommJob> comm;
+    comm.reserve(idx.size());
+    for (int i : idx) {
+      const JobState& j = jobs[i];
+      comm.push_back({static_cast<uint64_t>(i), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s});
+    }
+    std::set<std::vector<std::pair<int, uint64_t>>> groups;
+    for (const std::vector<int>& members : network.Components(comm)) {
+      std::vector<std::pair<int, uint64_t>> key;
+      for (int m : members) key.push_back({idx[m], jobs[idx[m]].alloc_epoch});
+      bool known = rated_groups.count(key) > 0;
+      groups.insert(key);
+      if (known) continue;
+      std::vector<CommJob> group;
+      for (int m : members) group.push_back(comm[m]);
+      std::vector<double> times = network.IterationTimes(group);
+      for (size_t k = 0; k < members.size(); ++k) Rerate(jobs[idx[members[k]]], times[k]);
+    }
+    rated_groups.swap(groups);
+  }
+
+  void Rerate(JobState& j, double iteration_s) {
+    if (std::abs(iteration_s - j.iteration_time_s) <= 1e-12 * j.iteration_time_s) return;
+    Touch(j);
+    j.iteration_time_s = iteration_s;
+    Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
+        " iter_s=" + FormatIter(j.iteration_time_s));
+    ++j.version;
+    BeginProgress(j, /*continues=*/true);
   }
 
   void Observe(Snapshot* snap) {
@@ -791,6 +830,7 @@ struct SimBackend::Impl {
         if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kStarting) {
           Touch(j);
           BeginProgress(j);
+          if (j.view.alloc.nodes() > 1) contention_dirty = true;
           Log("ready job=" + j.view.spec->id);
         }
         break;

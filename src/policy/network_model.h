@@ -1,0 +1,114 @@
+// How jobs spread over nodes slow each other on the network (issue 13,
+// SYSTEM.md idea 3): the simulator's truth for multi-node communication and
+// the belief the arena policy prices grids with. It replaces the coarse
+// rack-uplink share tessel used before.
+//
+// A job spanning n >= 2 nodes repeats an iteration: compute, and its
+// inter-node traffic as a ring over its nodes (each node sends to the next
+// one; a ring all-reduce's steady traffic), each hop a flow over the links
+// of the cluster's fabric (policy/flow_network.h: node NICs, rack uplinks
+// with their oversubscription). Its ThroughputModel rate says how long the
+// iteration takes alone (I), how long its traffic occupies its NICs alone
+// (W, JobRate::network_s) and how much of W is not hidden behind compute
+// (E, network_exposed_s). So in one iteration the traffic becomes ready at
+// I - W (it overlaps the end of compute by W - E) and compute ends at I - E;
+// the iteration ends when both are done. Alone it ends at I exactly; when
+// its transfers share links with other jobs' (max-min fair, with Wang et
+// al.'s contention overhead) it ends later.
+//
+// Jobs that share no link with another multi-node job run at their rate.
+// Each group of jobs connected by shared links (a component) is played as a
+// periodic fluid model: their iterations are simulated transfer by transfer
+// (exact between flow completions) until every job has finished enough
+// iterations to measure its mean iteration time. How a transfer that finds
+// its links busy starts is the policy's choice (CommSchedule): at once
+// (max-min sharing), only when its links are free (serial, FIFO), or by
+// AdaDUAL. Components larger than `max_simulated_jobs` use a mean-field
+// estimate instead (each transfer expects the others on its links to be
+// active in proportion to their duty cycles; a fixed point), which is what
+// the periodic model averages to when many independent jobs share a link.
+//
+// Deterministic: start phases come from the jobs' ids, not from a clock.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "hardware/cluster.h"
+#include "policy/flow_network.h"
+#include "policy/snapshot.h"
+
+namespace tessel {
+
+// A running multi-node job as the network model sees it.
+struct CommJob {
+  uint64_t id = 0;         // stable, sets its start phase
+  const Allocation* alloc = nullptr;
+  double iteration_s = 0;  // alone
+  double network_s = 0;    // its traffic's time on its NICs alone (W)
+  double exposed_s = 0;    // of W, not hidden behind compute (E)
+};
+
+struct NetworkOptions {
+  CommSchedule schedule = CommSchedule::kConcurrent;
+  // Wang et al.'s contention overhead eta/beta (FlowNetwork). Their
+  // simulator's 10 GbE figures: 0.235 / 0.856.
+  double contention_overhead = 0.235 / 0.856;
+  int max_simulated_jobs = 16;
+  // Iterations each job completes in the periodic model after the first.
+  int measured_iterations = 8;
+};
+
+class NetworkModel {
+ public:
+  NetworkModel(const Cluster& cluster, NetworkOptions options);
+
+  const NetworkOptions& options() const { return options_; }
+
+  // Groups of `jobs` (indices) that share a link, each ascending, ordered by
+  // their first member. A job alone on its links is a group of one.
+  std::vector<std::vector<int>> Components(std::span<const CommJob> jobs) const;
+  // The mean iteration time of each job of one component (or any set of
+  // jobs considered together), in the same order.
+  std::vector<double> IterationTimes(std::span<const CommJob> jobs) const;
+  // The same by the mean-field estimate alone (exposed for tests and for
+  // beliefs that must be cheap).
+  std::vector<double> MeanFieldIterationTimes(std::span<const CommJob> jobs) const;
+
+  const Fabric& fabric() const { return fabric_; }
+  const Cluster& cluster() const { return cluster_; }
+  // The ring paths of an allocation (its nodes in rack, then id, order).
+  std::vector<std::vector<int>> RingPaths(const Allocation& alloc) const;
+
+ private:
+  std::vector<double> Periodic(std::span<const CommJob> jobs) const;
+
+  const Cluster& cluster_;
+  NetworkOptions options_;
+  Fabric fabric_;
+};
+
+// The network as a policy's belief: the multi-node jobs running now, each
+// loading the links of its ring by its duty cycle (the fraction of its
+// iteration its traffic is on the wire). A job about to be placed over
+// `nodes` nodes of a GPU type expects, on each link it would cross, the
+// capacity left over from that load shared with it (mean field); its
+// expected share of its NIC bandwidth is the smallest over those links.
+class NetworkLoad {
+ public:
+  explicit NetworkLoad(const NetworkModel& model);
+  // A running job on `alloc` whose traffic is on the wire `duty` of the time.
+  void Add(const Allocation& alloc, double duty);
+  // Expected fraction (0, 1] of its NIC bandwidth a job spanning `nodes`
+  // nodes of `type` gets: 1 on one node or where a rack can hold it (a rack
+  // switch is non-blocking and placements take free nodes); across racks,
+  // the uplinks of the least loaded racks it must span.
+  double ExpectedShare(int type, int nodes) const;
+
+ private:
+  const NetworkModel& model_;
+  std::vector<double> load_;  // per link: sum of duty cycles of flows on it
+};
+
+}  // namespace tessel
