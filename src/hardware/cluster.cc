@@ -26,6 +26,15 @@ pools:
   - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}
   - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}
 )"},
+    {"arena-1280-2to1", R"(name: arena-1280-2to1
+description: arena-1280 in racks of 16 nodes whose uplinks are 2:1 oversubscribed (a contention study; not the artifact's)
+racks: {nodes_per_rack: 16, oversubscription: 2.0}
+pools:
+  - {name: a100, gpu: a100-40g, nodes: 80, node_type: arena-a100}
+  - {name: v100, gpu: v100-32g, nodes: 20, node_type: arena-v100}
+  - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}
+  - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}
+)"},
     {"arena-testbed-32", R"(name: arena-testbed-32
 description: a testbed the size of the Arena artifact's runtime trace, 8 x 2 A40 and 8 x 2 A10 (the meshes of arena/comm)
 pools:

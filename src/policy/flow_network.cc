@@ -5,34 +5,42 @@
 
 namespace tessel {
 
-std::vector<double> MaxMinRates(const std::vector<double>& capacities,
-                                const std::vector<std::vector<int>>& paths) {
-  const size_t nf = paths.size(), nl = capacities.size();
-  std::vector<double> rate(nf, 0.0);
-  std::vector<double> residual = capacities;
-  std::vector<int> unfrozen_on(nl, 0);
-  std::vector<char> frozen(nf, 0);
+namespace {
+
+// Progressive filling over `paths` (anything indexable whose elements are
+// link-id ranges), into `rate`; `residual` and `unfrozen_on` are scratch.
+template <typename PathAt>
+void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, std::vector<double>& rate,
+                std::vector<double>& residual, std::vector<int>& unfrozen_on, std::vector<char>& frozen) {
+  const size_t nl = capacities.size();
+  rate.assign(nf, 0.0);
+  residual = capacities;
+  unfrozen_on.assign(nl, 0);
+  frozen.assign(nf, 0);
   size_t left = nf;
+  std::vector<int> touched;  // links some flow crosses
   for (size_t f = 0; f < nf; ++f) {
-    if (paths[f].empty()) {
+    const auto& p = path(f);
+    if (p.empty()) {
       rate[f] = std::numeric_limits<double>::infinity();
       frozen[f] = 1;
       --left;
       continue;
     }
-    for (int l : paths[f]) unfrozen_on[l]++;
+    for (int l : p)
+      if (unfrozen_on[l]++ == 0) touched.push_back(l);
   }
   while (left > 0) {
     // The bottleneck: the link whose residual capacity, split evenly among
     // its unfrozen flows, is smallest.
     int bottleneck = -1;
     double share = std::numeric_limits<double>::infinity();
-    for (size_t l = 0; l < nl; ++l) {
+    for (int l : touched) {
       if (unfrozen_on[l] == 0) continue;
       double s = std::max(0.0, residual[l]) / unfrozen_on[l];
       if (s < share) {
         share = s;
-        bottleneck = static_cast<int>(l);
+        bottleneck = l;
       }
     }
     if (bottleneck < 0) break;
@@ -41,16 +49,28 @@ std::vector<double> MaxMinRates(const std::vector<double>& capacities,
     for (size_t f = 0; f < nf; ++f) {
       if (frozen[f]) continue;
       rate[f] += share;
-      for (int l : paths[f]) residual[l] -= share;
+      for (int l : path(f)) residual[l] -= share;
     }
     for (size_t f = 0; f < nf; ++f) {
       if (frozen[f]) continue;
-      if (std::find(paths[f].begin(), paths[f].end(), bottleneck) == paths[f].end()) continue;
+      const auto& p = path(f);
+      if (std::find(p.begin(), p.end(), bottleneck) == p.end()) continue;
       frozen[f] = 1;
       --left;
-      for (int l : paths[f]) unfrozen_on[l]--;
+      for (int l : p) unfrozen_on[l]--;
     }
   }
+}
+
+}  // namespace
+
+std::vector<double> MaxMinRates(const std::vector<double>& capacities,
+                                const std::vector<std::vector<int>>& paths) {
+  std::vector<double> rate, residual;
+  std::vector<int> unfrozen_on;
+  std::vector<char> frozen;
+  FillMaxMin(capacities, paths.size(), [&](size_t f) -> const std::vector<int>& { return paths[f]; }, rate, residual,
+             unfrozen_on, frozen);
   return rate;
 }
 
@@ -62,20 +82,32 @@ Result<int> FlowNetwork::AddLink(std::string name, double bytes_per_s) {
 }
 
 Result<int> FlowNetwork::AddFlow(std::vector<int> links, double bytes) {
+  auto ids = AddFlows({std::move(links)}, bytes);
+  if (!ids.ok()) return ids.status();
+  return ids->front();
+}
+
+Result<std::vector<int>> FlowNetwork::AddFlows(std::vector<std::vector<int>> paths, double bytes) {
   if (!(bytes > 0) || !std::isfinite(bytes)) return InvalidArgument("flow: bytes must be a positive number");
-  if (links.empty()) return InvalidArgument("flow: a transfer crosses at least one link");
-  for (int l : links)
-    if (l < 0 || l >= static_cast<int>(links_.size())) return InvalidArgument("flow: no link " + std::to_string(l));
-  std::sort(links.begin(), links.end());
-  links.erase(std::unique(links.begin(), links.end()), links.end());
-  Flow f;
-  f.links = std::move(links);
-  f.bytes = f.remaining = bytes;
-  f.start = now_;
-  flows_.push_back(std::move(f));
-  active_.push_back(static_cast<int>(flows_.size()) - 1);
+  for (const auto& links : paths) {
+    if (links.empty()) return InvalidArgument("flow: a transfer crosses at least one link");
+    for (int l : links)
+      if (l < 0 || l >= static_cast<int>(links_.size())) return InvalidArgument("flow: no link " + std::to_string(l));
+  }
+  std::vector<int> ids;
+  for (auto& links : paths) {
+    std::sort(links.begin(), links.end());
+    links.erase(std::unique(links.begin(), links.end()), links.end());
+    Flow f;
+    f.links = std::move(links);
+    f.bytes = f.remaining = bytes;
+    f.start = now_;
+    flows_.push_back(std::move(f));
+    ids.push_back(static_cast<int>(flows_.size()) - 1);
+    active_.push_back(ids.back());
+  }
   Reshare();
-  return static_cast<int>(flows_.size()) - 1;
+  return ids;
 }
 
 double FlowNetwork::Rate(int flow) const { return Active(flow) ? flows_[flow].rate : 0.0; }
@@ -86,21 +118,18 @@ void FlowNetwork::set_contention_overhead(double overhead) {
 }
 
 void FlowNetwork::Reshare() {
-  std::vector<double> caps;
-  caps.reserve(links_.size());
-  for (const auto& l : links_) caps.push_back(l.capacity);
-  std::vector<std::vector<int>> paths;
-  paths.reserve(active_.size());
-  for (int f : active_) paths.push_back(flows_[f].links);
+  caps_.resize(links_.size());
+  for (size_t l = 0; l < links_.size(); ++l) caps_[l] = links_[l].capacity;
   if (overhead_ > 0) {
-    std::vector<int> on(links_.size(), 0);
-    for (const auto& p : paths)
-      for (int l : p) on[l]++;
+    on_.assign(links_.size(), 0);
+    for (int f : active_)
+      for (int l : flows_[f].links) on_[l]++;
     for (size_t l = 0; l < links_.size(); ++l)
-      if (on[l] >= 2) caps[l] /= 1.0 + overhead_ * (on[l] - 1) / on[l];
+      if (on_[l] >= 2) caps_[l] /= 1.0 + overhead_ * (on_[l] - 1) / on_[l];
   }
-  std::vector<double> r = MaxMinRates(caps, paths);
-  for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = r[i];
+  FillMaxMin(caps_, active_.size(), [&](size_t i) -> const std::vector<int>& { return flows_[active_[i]].links; },
+             rates_, residual_, unfrozen_, frozen_);
+  for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = rates_[i];
 }
 
 double FlowNetwork::NextCompletion() const {

@@ -36,6 +36,8 @@ class FlowNetwork {
   Result<int> AddLink(std::string name, double bytes_per_s);
   // A transfer of `bytes` (> 0) over `links` starting now; returns its id.
   Result<int> AddFlow(std::vector<int> links, double bytes);
+  // Several transfers of `bytes` each starting now (rates re-shared once).
+  Result<std::vector<int>> AddFlows(std::vector<std::vector<int>> paths, double bytes);
 
   double now() const { return now_; }
   // Current max-min rate of an active flow (0 once finished).
@@ -82,6 +84,10 @@ class FlowNetwork {
   std::vector<int> active_;  // ids of unfinished flows, ascending
   double now_ = 0;
   double overhead_ = 0;
+  // Reshare's scratch.
+  std::vector<double> caps_, rates_, residual_;
+  std::vector<int> on_, unfrozen_;
+  std::vector<char> frozen_;
 };
 
 // A cluster's fabric as links (issue 13's topology): each node's NICs as an

@@ -85,18 +85,29 @@ std::vector<std::vector<int>> NetworkModel::Components(std::span<const CommJob> 
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
-  std::unordered_map<int, int> first_on_link;
+  first_on_link_.resize(fabric_.network.num_links(), -1);
+  std::vector<int> touched;
   for (int j = 0; j < n; ++j) {
-    for (const auto& path : RingPaths(*jobs[j].alloc)) {
+    std::vector<std::vector<int>> own;
+    const std::vector<std::vector<int>>* paths = jobs[j].paths;
+    if (paths == nullptr) {
+      own = RingPaths(*jobs[j].alloc);
+      paths = &own;
+    }
+    for (const auto& path : *paths) {
       for (int l : path) {
-        auto [it, fresh] = first_on_link.emplace(l, j);
-        if (!fresh) {
-          int a = find(it->second), b = find(j);
+        int& first = first_on_link_[l];
+        if (first < 0) {
+          first = j;
+          touched.push_back(l);
+        } else {
+          int a = find(first), b = find(j);
           if (a != b) parent[std::max(a, b)] = std::min(a, b);
         }
       }
     }
   }
+  for (int l : touched) first_on_link_[l] = -1;
   std::vector<std::vector<int>> groups;
   std::vector<int> group_of(n, -1);
   for (int j = 0; j < n; ++j) {
@@ -110,67 +121,84 @@ std::vector<std::vector<int>> NetworkModel::Components(std::span<const CommJob> 
   return groups;
 }
 
-std::vector<double> NetworkModel::IterationTimes(std::span<const CommJob> jobs) const {
+std::vector<double> NetworkModel::IterationTimes(std::span<const CommJob> jobs, std::vector<double>* duty) const {
   if (jobs.size() == 1) {
     // Alone: its ring's flows share only what the fabric makes them share
-    // (an oversubscribed uplink may still be narrower than its NICs).
+    // (an oversubscribed uplink may still be narrower than its NICs); the
+    // slowest flow moves at the tightest link's even split.
     const CommJob& j = jobs[0];
-    std::vector<std::vector<int>> paths = RingPaths(*j.alloc);
-    std::vector<double> caps;
-    for (int l = 0; l < fabric_.network.num_links(); ++l) caps.push_back(fabric_.network.capacity(l));
+    std::unordered_map<int, int> on;
+    std::vector<std::vector<int>> paths = PathsOf(j);
+    for (const auto& p : paths)
+      for (int l : p) on[l]++;
     double rate = kInf;
-    for (double r : MaxMinRates(caps, paths)) rate = std::min(rate, r);
+    for (const auto& [l, k] : on) rate = std::min(rate, fabric_.network.capacity(l) / k);
     Phases ph = SplitIteration(j);
     double t = rate == kInf ? 0.0 : HopBytes(cluster_, j) / rate;
-    return {std::max({j.iteration_s, ph.compute, ph.ready + t})};
+    double c = std::max({j.iteration_s, ph.compute, ph.ready + t});
+    if (duty != nullptr) *duty = {c > 0 ? std::min(1.0, t / c) : 0.0};
+    return {c};
   }
-  if (static_cast<int>(jobs.size()) > options_.max_simulated_jobs) return MeanFieldIterationTimes(jobs);
-  return Periodic(jobs);
+  if (static_cast<int>(jobs.size()) > options_.max_simulated_jobs) return MeanFieldIterationTimes(jobs, duty);
+  return Periodic(jobs, duty);
 }
 
-std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJob> jobs) const {
+std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJob> jobs,
+                                                          std::vector<double>* duty_out) const {
   const size_t n = jobs.size();
   const double o = options_.contention_overhead;
-  std::vector<std::vector<std::vector<int>>> paths(n);
+  // Each job's links (dense local ids) with how many of its flows cross each.
+  std::unordered_map<int, int> local;
+  std::vector<double> cap;
+  std::vector<std::vector<std::pair<int, int>>> uses(n);
   std::vector<double> bytes(n), duty(n), cycle(n);
   std::vector<Phases> ph(n);
   for (size_t j = 0; j < n; ++j) {
-    paths[j] = RingPaths(*jobs[j].alloc);
+    for (const auto& p : PathsOf(jobs[j])) {
+      for (int l : p) {
+        auto [it, fresh] = local.emplace(l, static_cast<int>(cap.size()));
+        if (fresh) cap.push_back(fabric_.network.capacity(l));
+        auto u = std::find_if(uses[j].begin(), uses[j].end(), [&](const auto& x) { return x.first == it->second; });
+        if (u == uses[j].end()) {
+          uses[j].push_back({it->second, 1});
+        } else {
+          u->second++;
+        }
+      }
+    }
     bytes[j] = HopBytes(cluster_, jobs[j]);
     ph[j] = SplitIteration(jobs[j]);
     cycle[j] = jobs[j].iteration_s;
-    duty[j] = jobs[j].iteration_s > 0 ? std::min(1.0, jobs[j].network_s / jobs[j].iteration_s) : 0.0;
+    duty[j] = jobs[j].duty_hint >= 0 ? std::min(1.0, jobs[j].duty_hint)
+              : jobs[j].iteration_s > 0 ? std::min(1.0, jobs[j].network_s / jobs[j].iteration_s)
+                                        : 0.0;
   }
-  std::unordered_map<int, double> load;  // link -> expected active flows
-  for (int round = 0; round < 60; ++round) {
-    load.clear();
-    for (size_t j = 0; j < n; ++j)
-      for (const auto& p : paths[j])
-        for (int l : p) load[l] += duty[j];
+  std::vector<double> load(cap.size(), 0.0);  // expected active flows per link
+  for (size_t j = 0; j < n; ++j)
+    for (const auto& [l, c] : uses[j]) load[l] += duty[j] * c;
+  // Gauss-Seidel: each job's duty is updated against the others' latest.
+  for (int round = 0; round < 40; ++round) {
     double change = 0;
     for (size_t j = 0; j < n; ++j) {
-      if (paths[j].empty() || bytes[j] <= 0) continue;
+      if (uses[j].empty() || bytes[j] <= 0) continue;
       double rate = kInf;
-      for (const auto& p : paths[j]) {
-        for (int l : p) {
-          // Its own flow is there for sure; the others with their duty.
-          double k = load[l] - duty[j] + 1.0;
-          rate = std::min(rate, SharedRate(fabric_.network.capacity(l), k, o));
-        }
-      }
+      // Its own flows are there for sure; the others with their duty.
+      for (const auto& [l, c] : uses[j]) rate = std::min(rate, SharedRate(cap[l], load[l] + c * (1.0 - duty[j]), o));
       double t = bytes[j] / rate;
       double c = std::max({ph[j].compute, ph[j].ready + t, jobs[j].iteration_s});
-      double d = std::min(1.0, t / c);
+      double d = 0.5 * duty[j] + 0.5 * std::min(1.0, t / c);
       change = std::max(change, std::abs(d - duty[j]));
-      duty[j] = 0.5 * duty[j] + 0.5 * d;
+      for (const auto& [l, k] : uses[j]) load[l] += (d - duty[j]) * k;
+      duty[j] = d;
       cycle[j] = c;
     }
-    if (change < 1e-6) break;
+    if (change < 1e-4) break;
   }
+  if (duty_out != nullptr) *duty_out = duty;
   return cycle;
 }
 
-std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const {
+std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::vector<double>* duty) const {
   const int n = static_cast<int>(jobs.size());
   const CommSchedule schedule = options_.schedule;
   struct J {
@@ -191,7 +219,7 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
     J& x = js[j];
     x.ph = SplitIteration(jobs[j]);
     x.bytes = HopBytes(cluster_, jobs[j]);
-    for (const auto& path : RingPaths(*jobs[j].alloc)) {
+    for (const auto& path : PathsOf(jobs[j])) {
       std::vector<int> lp;
       for (int l : path) {
         auto it = local.find(l);
@@ -218,7 +246,7 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
                             std::back_inserter(both));
       shares[a][b] = shares[b][a] = !both.empty();
     }
-  std::unordered_map<int, int> owner;  // flow -> job
+  std::vector<int> owner;              // flow -> job
   std::vector<int> queue;              // waiting transfers, FIFO
 
   auto start = [&](int j) {
@@ -227,10 +255,13 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
     x.queued = false;
     x.left = 0;
     x.flows.clear();
-    if (x.bytes > 0) {
-      for (const auto& p : x.paths) {
-        if (p.empty()) continue;
-        int f = *net.AddFlow(p, x.bytes);
+    std::vector<std::vector<int>> paths;
+    for (const auto& p : x.paths)
+      if (!p.empty()) paths.push_back(p);
+    if (x.bytes > 0 && !paths.empty()) {
+      Result<std::vector<int>> ids = net.AddFlows(std::move(paths), x.bytes);
+      for (int f : *ids) {
+        if (f >= static_cast<int>(owner.size())) owner.resize(f + 1, -1);
         owner[f] = j;
         x.flows.push_back(f);
         x.left++;
@@ -301,7 +332,7 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
   };
 
   const int target = options_.measured_iterations + 1;
-  const int64_t max_events = 2000 + 400 * static_cast<int64_t>(n);
+  const int64_t max_events = 200 + 80 * static_cast<int64_t>(n);
   int64_t events = 0;
   while (events++ < max_events) {
     bool all = true;
@@ -316,7 +347,6 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
     const double now = net.now();
     for (int f : fin) {
       int j = owner[f];
-      owner.erase(f);
       if (--js[j].left == 0) finish(j, now);
     }
     for (int j = 0; j < n; ++j) {
@@ -343,6 +373,14 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs) const 
       t = now - x.offset;  // not one iteration in the whole window: at least that long
     }
     out[j] = std::max(jobs[j].iteration_s, t);
+  }
+  if (duty != nullptr) {
+    duty->resize(n);
+    for (int j = 0; j < n; ++j) {
+      // Its traffic's time per iteration there: alone, plus what contention added.
+      double w = std::min(jobs[j].network_s, jobs[j].iteration_s) + (out[j] - jobs[j].iteration_s);
+      (*duty)[j] = out[j] > 0 ? std::clamp(w / out[j], 0.0, 1.0) : 0.0;
+    }
   }
   return out;
 }

@@ -29,6 +29,7 @@
 // the periodic model averages to when many independent jobs share a link.
 //
 // Deterministic: start phases come from the jobs' ids, not from a clock.
+// Not thread-safe (scratch space).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,12 @@ struct CommJob {
   double iteration_s = 0;  // alone
   double network_s = 0;    // its traffic's time on its NICs alone (W)
   double exposed_s = 0;    // of W, not hidden behind compute (E)
+  // Its ring's paths (RingPaths(*alloc)) when the caller keeps them; null:
+  // computed here.
+  const std::vector<std::vector<int>>* paths = nullptr;
+  // Its duty cycle last time (the fraction of its iteration its traffic was
+  // on the wire), to start the mean field from; < 0: unknown.
+  double duty_hint = -1;
 };
 
 struct NetworkOptions {
@@ -55,9 +62,9 @@ struct NetworkOptions {
   // Wang et al.'s contention overhead eta/beta (FlowNetwork). Their
   // simulator's 10 GbE figures: 0.235 / 0.856.
   double contention_overhead = 0.235 / 0.856;
-  int max_simulated_jobs = 16;
+  int max_simulated_jobs = 6;
   // Iterations each job completes in the periodic model after the first.
-  int measured_iterations = 8;
+  int measured_iterations = 4;
 };
 
 class NetworkModel {
@@ -71,10 +78,12 @@ class NetworkModel {
   std::vector<std::vector<int>> Components(std::span<const CommJob> jobs) const;
   // The mean iteration time of each job of one component (or any set of
   // jobs considered together), in the same order.
-  std::vector<double> IterationTimes(std::span<const CommJob> jobs) const;
+  // `duty` (optional): each job's duty cycle there, for the next hint.
+  std::vector<double> IterationTimes(std::span<const CommJob> jobs, std::vector<double>* duty = nullptr) const;
   // The same by the mean-field estimate alone (exposed for tests and for
   // beliefs that must be cheap).
-  std::vector<double> MeanFieldIterationTimes(std::span<const CommJob> jobs) const;
+  std::vector<double> MeanFieldIterationTimes(std::span<const CommJob> jobs,
+                                              std::vector<double>* duty = nullptr) const;
 
   const Fabric& fabric() const { return fabric_; }
   const Cluster& cluster() const { return cluster_; }
@@ -82,11 +91,15 @@ class NetworkModel {
   std::vector<std::vector<int>> RingPaths(const Allocation& alloc) const;
 
  private:
-  std::vector<double> Periodic(std::span<const CommJob> jobs) const;
+  std::vector<double> Periodic(std::span<const CommJob> jobs, std::vector<double>* duty) const;
+  std::vector<std::vector<int>> PathsOf(const CommJob& j) const {
+    return j.paths != nullptr ? *j.paths : RingPaths(*j.alloc);
+  }
 
   const Cluster& cluster_;
   NetworkOptions options_;
   Fabric fabric_;
+  mutable std::vector<int> first_on_link_;  // Components' scratch, -1 = none
 };
 
 // The network as a policy's belief: the multi-node jobs running now, each

@@ -72,6 +72,8 @@ struct JobState {
   double alone_iteration_s = 0;
   double network_s = 0, network_exposed_s = 0;
   uint64_t alloc_epoch = 0;     // counts allocations (network model's cache key)
+  std::vector<std::vector<int>> ring;  // its ring's paths on a multi-node allocation
+  double duty = -1;             // its traffic's duty cycle when last rated (< 0: not yet)
   SimTime ready_at = 0;         // kStarting ends
   uint64_t version = 0;
   SimTime finish = kNever;
@@ -532,7 +534,12 @@ struct SimBackend::Impl {
       JobState& j = jobs[idx];
       for (const Placement& p : alloc->parts) free[p.node] -= p.gpus;
       j.alloc_epoch = ++next_alloc_epoch;
-      if (alloc->nodes() > 1) contention_dirty = true;
+      j.ring.clear();
+      j.duty = -1;
+      if (alloc->nodes() > 1) {
+        contention_dirty = true;
+        j.ring = network.RingPaths(*alloc);
+      }
       const JobSpec& s = *j.view.spec;
       AppJob* a = app[idx].get();
       const JobRate* rate = nullptr;
@@ -636,7 +643,8 @@ struct SimBackend::Impl {
     comm.reserve(idx.size());
     for (int i : idx) {
       const JobState& j = jobs[i];
-      comm.push_back({static_cast<uint64_t>(i), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s});
+      comm.push_back(
+          {static_cast<uint64_t>(i), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s, &j.ring, j.duty});
     }
     std::set<std::vector<std::pair<int, uint64_t>>> groups;
     for (const std::vector<int>& members : network.Components(comm)) {
@@ -647,8 +655,12 @@ struct SimBackend::Impl {
       if (known) continue;
       std::vector<CommJob> group;
       for (int m : members) group.push_back(comm[m]);
-      std::vector<double> times = network.IterationTimes(group);
-      for (size_t k = 0; k < members.size(); ++k) Rerate(jobs[idx[members[k]]], times[k]);
+      std::vector<double> duty;
+      std::vector<double> times = network.IterationTimes(group, &duty);
+      for (size_t k = 0; k < members.size(); ++k) {
+        jobs[idx[members[k]]].duty = duty[k];
+        Rerate(jobs[idx[members[k]]], times[k]);
+      }
     }
     rated_groups.swap(groups);
   }
@@ -657,8 +669,9 @@ struct SimBackend::Impl {
     if (std::abs(iteration_s - j.iteration_time_s) <= 1e-12 * j.iteration_time_s) return;
     Touch(j);
     j.iteration_time_s = iteration_s;
-    Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
-        " iter_s=" + FormatIter(j.iteration_time_s));
+    if (log != nullptr)
+      Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
+          " iter_s=" + FormatIter(j.iteration_time_s));
     ++j.version;
     BeginProgress(j, /*continues=*/true);
   }
