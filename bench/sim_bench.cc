@@ -1,5 +1,7 @@
 // Speed budgets of issues 3 and 5, measured (never asserted in tests):
 //   all ten ITP clusters' traces (69,351 jobs) on arena-1280 with FCFS <= 10 s;
+//   the flow-level network model adds at most 2x to that run on arena-1280
+//   in oversubscribed racks (arena-1280-2to1; issue 13);
 //   Pollux's philly.csv (82,247 jobs) on arena-1280 with FCFS <= 10 s;
 //   Gavel on a 1,000-job trace <= 60 s (and one Gavel LP alone).
 //   arena: one scheduling round on arena-1280 with 500 waiting and 300
@@ -33,11 +35,12 @@ using bench::DataDir;
 using bench::HaveData;
 
 // One whole simulation per iteration; counters: jobs, simulated days, events.
-void RunSim(benchmark::State& state, const Cluster& cluster, const Workload& w, const std::string& policy_spec) {
+void RunSim(benchmark::State& state, const Cluster& cluster, const Workload& w, const std::string& policy_spec,
+            const SimConfig& config = SimConfig{}) {
   for (auto _ : state) {
     auto policy = PolicyRegistry::Builtin().Create(policy_spec, PolicyContext{}).value();
     EstimatorThroughput belief(cluster, policy->traits().plan_mode);
-    Simulator sim(cluster, w, *policy, belief, belief, SimConfig{});
+    Simulator sim(cluster, w, *policy, belief, belief, config);
     auto r = sim.Run();
     if (!r.ok()) {
       state.SkipWithError(r.status().ToString().c_str());
@@ -67,6 +70,19 @@ void BM_FcfsItpArena1280(benchmark::State& state) {
   RunSim(state, c, w, "fcfs");
 }
 BENCHMARK(BM_FcfsItpArena1280)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The network model's cost: the same run on arena-1280 in 2:1 oversubscribed
+// racks with the model off (0) and on (1).
+void BM_FcfsItpArena1280Racked(benchmark::State& state) {
+  std::string path = DataDir() + "/itp";
+  if (!HaveData(state, path)) return;
+  Workload w = LoadTrace(path, TraceFormat::kItp, TraceOptions{}).value();
+  Cluster c = LoadCluster("arena-1280-2to1").value();
+  SimConfig config;
+  config.network.enabled = state.range(0) == 1;
+  RunSim(state, c, w, "fcfs", config);
+}
+BENCHMARK(BM_FcfsItpArena1280Racked)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_FcfsPhillyArena1280(benchmark::State& state) {
   std::string path = DataDir() + "/pollux/philly.csv";
