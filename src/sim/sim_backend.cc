@@ -666,7 +666,9 @@ struct SimBackend::Impl {
   }
 
   void Rerate(JobState& j, double iteration_s) {
-    if (std::abs(iteration_s - j.iteration_time_s) <= 1e-12 * j.iteration_time_s) return;
+    // Changes under 1% are the model's own noise (its fixed point and
+    // measured window), not worth an event.
+    if (std::abs(iteration_s - j.iteration_time_s) <= 1e-2 * j.iteration_time_s) return;
     Touch(j);
     j.iteration_time_s = iteration_s;
     if (log != nullptr)
