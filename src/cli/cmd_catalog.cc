@@ -10,6 +10,7 @@
 #include "hardware/node.h"
 #include "model/catalog.h"
 #include "model/flops.h"
+#include "model/profiled_model.h"
 
 namespace tessel {
 
@@ -123,6 +124,15 @@ CommandAction SetupModels(CLI::App& app, CommandIo io) {
                 PrecisionName(m.default_precision)});
     }
     io.out << t.Render();
+    // Jobs may also name a profiled model (simulator only; not in --json).
+    TextTable p({"profiled model", "size MB", "forward ms", "backward ms", "batch/GPU", "description"});
+    for (const ProfiledModel& m : ProfiledModels()) {
+      p.AddRow({m.name, FormatDouble(m.size_bytes / 1e6, 5), FormatDouble(m.forward_s * 1e3),
+                FormatDouble(m.backward_s * 1e3), std::to_string(m.per_gpu_batch), m.description});
+    }
+    io.out << "\nProfiled models (measured per-iteration times; traces may name them, the simulator times them\n"
+              "from these figures; estimate and plan cannot):\n"
+           << p.Render();
     return 0;
   };
 }

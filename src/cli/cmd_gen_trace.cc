@@ -12,20 +12,31 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
   auto opts = std::make_shared<GenTraceOptions>();
   auto out = std::make_shared<std::string>();
   app.add_option("--seed", opts->seed, "Seed (default 1); the same seed gives the same file byte for byte");
-  app.add_option("--jobs", opts->jobs, "Number of jobs (default 200)");
-  app.add_option("--profile", opts->profile, "Size/duration mix: philly (default) or itp");
-  app.add_option("--rate", opts->arrival_rate_per_hour, "Arrivals per hour (default: the profile's measured rate)");
-  app.add_option("--duration-scale", opts->duration_scale, "Multiply every duration (default 1)");
+  CLI::Option* jobs = app.add_option("--jobs", opts->jobs, "Number of jobs (default 200; 160 for ddl)");
+  app.add_option("--profile", opts->profile,
+                 "Size/duration mix: philly (default) or itp; or ddl, the job set of Wang et al. (ICDCS 2020)");
+  app.add_option("--rate", opts->arrival_rate_per_hour,
+                 "Arrivals per hour (default: the profile's measured rate; ddl: 160 per 12 s)");
+  app.add_option("--duration-scale", opts->duration_scale, "Multiply every duration (ddl: the iterations; default 1)");
   app.add_option("--max-job-gpus", opts->max_job_gpus, "Clamp job sizes to this many GPUs (default 64)");
   app.add_option("--gpu-types", opts->gpu_types, "GPU types jobs request, uniformly (default: any type)")
       ->delimiter(',');
   app.add_flag("--elastic", opts->elastic, "Elastic jobs: [1, 4 x requested] GPUs");
   app.add_option("--out", *out, "Write here instead of stdout");
   app.footer(
-      "\nArrivals are Poisson; GPU counts and durations follow published cluster-trace mixes\n"
-      "(see src/workload/gen_trace.h). Models come from the same seeded mapping the ITP/Philly\n"
-      "importers use. The output is tessel's trace format (`--format tessel`).");
-  return [io, opts, out] {
+      "\nphilly, itp: arrivals are Poisson; GPU counts and durations follow published cluster-trace\n"
+      "mixes (see src/workload/gen_trace.h). Models come from the same seeded mapping the ITP/Philly\n"
+      "importers use.\n"
+      "ddl: the workload of Wang et al., \"Communication Contention Aware Scheduling of Multiple Deep\n"
+      "Learning Training Jobs\" (ICDCS 2020), after their generator (HKBU-HPML/dl-scheduling): GPU\n"
+      "counts 1/2/4/8/16/32 in shares 80/14/26/30/8/2 of 160, models uniform over their four\n"
+      "profiled ones (ddl-vgg16, ddl-resnet50, ddl-inception3, ddl-lstm-ptb; global batch = their\n"
+      "per-GPU batch x GPUs), 10-60 iterations, arrivals uniform over 12 s (whole ms). Deviations:\n"
+      "--jobs keeps their rate (the window grows), the first job arrives at 0, and the draws are\n"
+      "tessel's, not numpy's. Run it on the ddl-64 cluster.\n"
+      "The output is tessel's trace format (`--format tessel`).");
+  return [io, opts, out, jobs] {
+    if (jobs->count() == 0) opts->jobs = GenTraceDefaultJobs(opts->profile);
     auto generated = GenerateTrace(*opts);
     if (!generated.ok()) {
       io.err << "error: " << generated.status().message() << "\n";

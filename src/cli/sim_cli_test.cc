@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -90,7 +91,9 @@ TEST(SimCli, CompareJsonIsAListOfSummaries) {
 TEST(SimCli, ClustersAndPoliciesListTheRegistry) {
   Out c = Tessel({"clusters"});
   ASSERT_EQ(c.code, 0);
-  for (const char* n : {"arena-1280", "pollux-64", "sia-64", "demo"}) EXPECT_NE(c.out.find(n), std::string::npos) << n;
+  for (const char* n : {"arena-1280", "pollux-64", "sia-64", "ddl-64", "demo"}) {
+    EXPECT_NE(c.out.find(n), std::string::npos) << n;
+  }
   Out p = Tessel({"policies", "--json"});
   ASSERT_EQ(p.code, 0);
   auto j = nlohmann::json::parse(p.out);
@@ -112,6 +115,32 @@ TEST(SimCli, GenTraceIsSeededAndLoadable) {
   Out r = Tessel({"simulate", "--trace", path, "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["jobs_total"], 50);
+}
+
+TEST(SimCli, DdlTraceRunsOnDdl64) {
+  // gen-trace --profile ddl: 160 jobs unless told, byte-identical per seed.
+  Out a = Tessel({"gen-trace", "--profile", "ddl", "--seed", "1"});
+  Out b = Tessel({"gen-trace", "--profile", "ddl", "--seed", "1"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(std::count(a.out.begin(), a.out.end(), '\n'), 161);
+  std::string path = TempFile("ddl.csv", a.out);
+  for (const char* truth : {"estimator", "arena-db"}) {
+    if (std::string(truth) == "arena-db" &&
+        !std::filesystem::exists(::tessel::testing::DataDir() + "/arena/database/prof_database.json")) {
+      continue;  // no shared data: the estimator truth alone
+    }
+    std::vector<std::string> args = {"simulate", "--cluster", "ddl-64", "--trace", path, "--policy", "fcfs",
+                                     "--restart-overhead", "0", "--truth", truth, "--json", "--no-progress"};
+    if (std::string(truth) == "arena-db") args.insert(args.end(), {"--data", ::tessel::testing::DataDir()});
+    Out r = Tessel(args);
+    ASSERT_EQ(r.code, 0) << truth << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["jobs_finished"], 160) << truth;
+    // Jobs of 10-60 iterations last seconds; 160 of them on 64 GPUs end
+    // within minutes.
+    EXPECT_LT(j["makespan_s"].get<double>(), 600) << truth;
+  }
 }
 
 struct BadInput {

@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "core/strings.h"
 #include "policy/policy.h"
+#include "policy/profiled_throughput.h"
 #include "sim/arena_db.h"
 #include "workload/gen_trace.h"
 #include "workload/trace.h"
@@ -32,7 +33,8 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--truth", truth,
                  "What jobs really run at: estimator (default) or arena-db (Arena's measured prof_database, "
                  "estimator where it has no entry). Jobs of Pollux/Sia workloads are played from their "
-                 "application profiles instead (see --apps)");
+                 "application profiles instead (see --apps); jobs of profiled models (ddl-vgg16, ...; "
+                 "gen-trace --profile ddl) run at their measured times under either");
   app.add_option("--apps", apps,
                  "Application profiles (Pollux/Sia apps directory) to play jobs that name an application from: "
                  "measured step times per placement and GPU type, gradient noise and progress per epoch. Default: "
@@ -209,15 +211,20 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
   ctx.seed = f.seed;
   auto policy = PolicyRegistry::Builtin().Create(policy_spec, ctx);
   if (!policy.ok()) return policy.status();
-  EstimatorThroughput belief(setup.cluster, (*policy)->traits().plan_mode);
+  EstimatorThroughput estimator(setup.cluster, (*policy)->traits().plan_mode);
+  // Jobs of profiled models (model/profiled_model.h) run at their measured
+  // times under every truth, and the belief knows them too.
+  ProfiledThroughput belief(setup.cluster, estimator);
   ThroughputModel* truth = &belief;
   std::unique_ptr<ArenaDbThroughput> db;
+  std::unique_ptr<ProfiledThroughput> profiled_db;
   if (f.truth == "arena-db") {
     std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/prof_database.json").string();
-    auto loaded = ArenaDbThroughput::Load(path, setup.cluster, belief);
+    auto loaded = ArenaDbThroughput::Load(path, setup.cluster, estimator);
     if (!loaded.ok()) return Status(loaded.status().code(), "--truth arena-db: " + loaded.status().message());
     db = std::move(*loaded);
-    truth = db.get();
+    profiled_db = std::make_unique<ProfiledThroughput>(setup.cluster, *db);
+    truth = profiled_db.get();
   }
   Simulator sim(setup.cluster, setup.workload, **policy, belief, *truth, setup.config);
   sim.set_apps(setup.apps.get());

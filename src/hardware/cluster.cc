@@ -53,6 +53,22 @@ pools:
   - {name: a100, gpu: a100-40g, nodes: 2, node_type: dgx-a100-40g}
   - {name: rtx, gpu: rtx2080ti, nodes: 3, node_type: rtx2080ti-8}
 )"},
+    // Wang et al., "Communication Contention Aware Scheduling of Multiple
+    // Deep Learning Training Jobs" (ICDCS 2020), as their simulator sets it
+    // up (HKBU-HPML/dl-scheduling, online/job_master.py CLUSTER and
+    // online/cluster.py, d5398bd): 16 nodes x 4 GPUs of 32 GB, 10 Gb/s
+    // Ethernet, one switch. The GPU type gives the simulator its 32 GB
+    // memory limit; the four profiled models of the paper
+    // (model/profiled_model.h) run at their measured forward/backward times
+    // whatever the catalog GPU. Inside a node: the catalog default, the
+    // V100 SXM2's NVLink. Only catalog models' estimates use it; their
+    // simulator, like the profiled models, charges a job on one node no
+    // communication at all.
+    {"ddl-64", R"(name: ddl-64
+description: Wang et al.'s contention-aware DDL scheduling (ICDCS 2020), 16 nodes x 4 V100 32GB, 10 Gb/s Ethernet
+pools:
+  - {name: v100, gpu: v100-32g, nodes: 16, gpus_per_node: 4, network_gbps: 10}
+)"},
     {"demo", R"(name: demo
 description: tessel's demo cluster, 112 GPUs of three generations in racks of 4 nodes (2:1 uplinks)
 racks: {nodes_per_rack: 4, oversubscription: 2.0}

@@ -88,7 +88,8 @@ class Cluster {
   int num_racks_ = 1;
 };
 
-// Embedded clusters by name: arena-1280, arena-1280-2to1, arena-testbed-32, pollux-64, sia-64, demo.
+// Embedded clusters by name: arena-1280, arena-1280-2to1, arena-testbed-32,
+// pollux-64, sia-64, ddl-64, demo.
 const std::vector<ClusterSpec>& EmbeddedClusters();
 // A name of an embedded cluster or a path to a YAML file.
 Result<ClusterSpec> ResolveClusterSpec(std::string_view name_or_path);

@@ -11,12 +11,30 @@ TEST(ClusterTest, EmbeddedClustersHaveThePublishedSizes) {
     int gpus;
     int types;
   };
-  for (const Row& r : {Row{"arena-1280", 1280, 4}, Row{"pollux-64", 64, 1}, Row{"sia-64", 64, 3}, Row{"demo", 112, 3}}) {
+  for (const Row& r : {Row{"arena-1280", 1280, 4}, Row{"pollux-64", 64, 1}, Row{"sia-64", 64, 3},
+                       Row{"ddl-64", 64, 1}, Row{"demo", 112, 3}}) {
     auto c = LoadCluster(r.name);
     ASSERT_TRUE(c.ok()) << r.name << ": " << c.status().ToString();
     EXPECT_EQ(c->total_gpus(), r.gpus) << r.name;
     EXPECT_EQ(c->types().size(), static_cast<size_t>(r.types)) << r.name;
   }
+}
+
+TEST(ClusterTest, DdlClusterIsWangEtAlsSetting) {
+  // 16 nodes x 4 GPUs of 32 GB, 10 Gb/s Ethernet, one switch
+  // (HKBU-HPML/dl-scheduling online/job_master.py CLUSTER).
+  Cluster c = LoadCluster("ddl-64").value();
+  EXPECT_EQ(c.total_gpus(), 64);
+  ASSERT_EQ(c.types().size(), 1u);
+  const GpuTypeInfo& t = c.types()[0];
+  EXPECT_EQ(t.gpu->name, "v100-32g");
+  EXPECT_DOUBLE_EQ(t.gpu->memory_gib, 32);
+  EXPECT_EQ(c.nodes().size(), 16u);
+  for (const ClusterNode& n : c.nodes()) EXPECT_EQ(n.gpus, 4);
+  EXPECT_EQ(t.topology.gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(t.topology.network_gbps, 10);
+  EXPECT_EQ(c.num_racks(), 1);
+  EXPECT_EQ(c.spec().nodes_per_rack, 0);
 }
 
 TEST(ClusterTest, ArenaClusterMatchesTheArtifact) {

@@ -1,13 +1,16 @@
 #include "workload/gen_trace.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <iterator>
 #include <numbers>
 #include <random>
 #include <string_view>
 
 #include "core/strings.h"
 #include "hardware/gpu.h"
+#include "model/profiled_model.h"
 #include "workload/model_mapping.h"
 
 namespace tessel {
@@ -77,6 +80,40 @@ double StandardNormal(std::mt19937_64& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+// Wang et al. (ICDCS 2020)'s job set (gen_trace.h, the ddl profile):
+// online/job_master.py of HKBU-HPML/dl-scheduling (d5398bd).
+constexpr std::string_view kDdlProfile = "ddl";
+constexpr int kDdlJobs = 160;
+struct DdlClass {
+  int gpus;
+  int share;  // jobs of 160 (their job_dist, cumulative 40/47/60/75/79/80 x 2)
+};
+constexpr DdlClass kDdlClasses[] = {{1, 80}, {2, 14}, {4, 26}, {8, 30}, {16, 8}, {32, 2}};
+// Their SUPPORT_NETS order.
+constexpr std::string_view kDdlModels[] = {"ddl-vgg16", "ddl-resnet50", "ddl-inception3", "ddl-lstm-ptb"};
+constexpr int kDdlMinIterations = 10;  // randint(1 * scale, 6 * scale), scale 10
+constexpr int kDdlMaxIterations = 60;
+constexpr double kDdlWindowS = 12;  // ARRIVAL_MAX = 1200 * scale ms
+
+// Jobs per class for `jobs` jobs: the shares by largest remainder, ties to
+// the earlier (smaller) class.
+std::vector<int> DdlClassCounts(int jobs) {
+  const int n = static_cast<int>(std::size(kDdlClasses));
+  std::vector<int> counts(n);
+  std::vector<std::pair<long long, int>> remainders;  // (remainder x 160, class)
+  int assigned = 0;
+  for (int k = 0; k < n; ++k) {
+    long long scaled = static_cast<long long>(jobs) * kDdlClasses[k].share;
+    counts[k] = static_cast<int>(scaled / kDdlJobs);
+    assigned += counts[k];
+    remainders.emplace_back(scaled % kDdlJobs, k);
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (int i = 0; assigned < jobs; ++i, ++assigned) ++counts[remainders[i].second];
+  return counts;
+}
+
 std::string JobId(int i) {
   std::string n = std::to_string(i);
   if (n.size() < 5) n.insert(0, 5 - n.size(), '0');
@@ -88,14 +125,78 @@ std::string JobId(int i) {
 std::vector<std::string> GenTraceProfileNames() {
   std::vector<std::string> out;
   for (const Profile& p : Profiles()) out.emplace_back(p.name);
+  out.emplace_back(kDdlProfile);
   return out;
 }
 
+int GenTraceDefaultJobs(std::string_view profile) {
+  return ToLower(profile) == kDdlProfile ? kDdlJobs : GenTraceOptions{}.jobs;
+}
+
+namespace {
+
+// The ddl profile (gen_trace.h). `types`: the resolved --gpu-types.
+Workload GenerateDdl(const GenTraceOptions& opts, const std::vector<std::string>& types) {
+  // Their rate, 160 jobs per 12 s, unless told.
+  const double rate = opts.arrival_rate_per_hour > 0 ? opts.arrival_rate_per_hour
+                                                     : kDdlJobs * 3600.0 / kDdlWindowS;
+  const double window_ms = opts.jobs * 3600.0 / rate * 1e3;
+  Workload w;
+  w.name = "gen-ddl-seed" + std::to_string(opts.seed);
+  std::mt19937_64 rng(opts.seed);
+  // Uniform over 0 .. n-1.
+  auto pick = [&rng](size_t n) {
+    return std::min(n - 1, static_cast<size_t>(Uniform(rng) * static_cast<double>(n)));
+  };
+  // Drawn class by class, as their generator writes job files; draw order
+  // per job: model, iterations, arrival, type.
+  const std::vector<int> counts = DdlClassCounts(opts.jobs);
+  for (size_t k = 0; k < counts.size(); ++k) {
+    for (int c = 0; c < counts[k]; ++c) {
+      const ProfiledModel* model = FindProfiledModel(kDdlModels[pick(std::size(kDdlModels))]);
+      assert(model != nullptr && "the ddl profile's models are profiled models");
+      const int span = kDdlMaxIterations - kDdlMinIterations + 1;
+      double iterations = kDdlMinIterations + static_cast<int>(pick(static_cast<size_t>(span)));
+      double arrival_ms = std::floor(Uniform(rng) * window_ms);
+      JobSpec j;
+      j.submit = static_cast<SimTime>(arrival_ms) * (kMicrosPerSecond / 1000);
+      j.requested_gpus = std::min(kDdlClasses[k].gpus, opts.max_job_gpus);
+      j.model = model->name;
+      j.global_batch = model->per_gpu_batch * j.requested_gpus;
+      j.iterations = std::max(1.0, std::round(iterations * opts.duration_scale));
+      if (!types.empty()) j.requested_gpu_type = types[pick(types.size())];
+      j.min_gpus = opts.elastic ? 1 : j.requested_gpus;
+      j.max_gpus = opts.elastic ? std::max(j.requested_gpus, std::min(4 * j.requested_gpus, opts.max_job_gpus))
+                                : j.requested_gpus;
+      w.jobs.push_back(std::move(j));
+    }
+  }
+  SortBySubmit(w, /*rebase=*/true);
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    w.jobs[i].id = JobId(static_cast<int>(i));
+    w.jobs[i].origin = w.name + " #" + std::to_string(i);
+  }
+  std::vector<std::string> mix;
+  for (size_t k = 0; k < counts.size(); ++k)
+    mix.push_back(std::to_string(counts[k]) + " x " + std::to_string(kDdlClasses[k].gpus));
+  w.notes.push_back(w.name + ": " + std::to_string(opts.jobs) +
+                    " jobs of Wang et al. (ICDCS 2020)'s setting: GPUs " + Join(mix, ", ") +
+                    "; models uniform over " + Join(ProfiledModelNames(), ", ") + "; " +
+                    std::to_string(kDdlMinIterations) + "-" + std::to_string(kDdlMaxIterations) +
+                    " iterations" +
+                    (opts.duration_scale != 1.0 ? " (x " + FormatDouble(opts.duration_scale) + ")" : std::string()) +
+                    "; arrivals uniform over " + FormatDouble(window_ms / 1e3) + " s");
+  return w;
+}
+
+}  // namespace
+
 Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
   const Profile* profile = nullptr;
+  const bool ddl = ToLower(opts.profile) == kDdlProfile;
   for (const Profile& p : Profiles())
     if (ToLower(opts.profile) == p.name) profile = &p;
-  if (profile == nullptr) {
+  if (profile == nullptr && !ddl) {
     return InvalidArgument(UnknownNameMessage("trace profile", opts.profile,
                                               GenTraceProfileNames()));
   }
@@ -120,6 +221,7 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
     if (!g.ok()) return InvalidArgument("gpu types: " + g.status().message());
     types.push_back((*g)->name);
   }
+  if (ddl) return GenerateDdl(opts, types);
 
   const double rate = opts.arrival_rate_per_hour > 0 ? opts.arrival_rate_per_hour
                                                      : profile->jobs_per_hour;

@@ -1,12 +1,13 @@
 // Synthetic workloads: seeded, reproducible job streams shaped like
-// published cluster traces, for experiments that need more (or other)
-// jobs than a real trace offers.
+// published cluster traces (or a paper's generated job set), for
+// experiments that need more (or other) jobs than a real trace offers.
 //
-// A job: Poisson arrivals (exponential inter-arrival times at the given
-// rate); a requested GPU count drawn from the profile's measured mix; a
-// duration drawn log-normally around the profile's median for that GPU
-// count; a model and batch from the model mapping (model_mapping.h). Work
-// is duration_s on the requested GPUs, as in the ITP and Philly traces.
+// A job of a trace profile (philly, itp): Poisson arrivals (exponential
+// inter-arrival times at the given rate); a requested GPU count drawn from
+// the profile's measured mix; a duration drawn log-normally around the
+// profile's median for that GPU count; a model and batch from the model
+// mapping (model_mapping.h). Work is duration_s on the requested GPUs, as
+// in the ITP and Philly traces.
 //
 // Profiles (src/workload/gen_trace.cc, kProfiles) are measured from the
 // public traces, grouped by requested GPUs (1, 2, 4, 8, 16, 32, 64):
@@ -17,6 +18,29 @@
 //          jobs of ten clusters): 83% single-GPU, 10% 8-GPU, 1.2% >= 16,
 //          longer jobs (median 2.8 h single-GPU), 48 jobs/hour.
 //
+// The `ddl` profile is not a cluster trace but the synthetic workload of
+// Wang, Shi, Wang, Chu, "Communication Contention Aware Scheduling of
+// Multiple Deep Learning Training Jobs" (ICDCS 2020), after their
+// generator (HKBU-HPML/dl-scheduling, online/job_master.py
+// microsoft_generate, d5398bd), for the ddl-64 cluster:
+//  - GPU counts 1/2/4/8/16/32 in exact shares 80/14/26/30/8/2 of 160 (their
+//    job_dist); other job counts get the same shares by largest remainder
+//    (ties to the smaller count), which is theirs for multiples of 80;
+//  - a model uniformly among the four profiled ones (model/profiled_model.h:
+//    ddl-vgg16, ddl-resnet50, ddl-inception3, ddl-lstm-ptb), global batch =
+//    the profiled per-GPU batch x GPUs;
+//  - work: iterations uniform in [10, 60];
+//  - arrivals uniform over [0, 12 s), floored to whole milliseconds (their
+//    simulator's step), then sorted: the jobs carry ids in submit order.
+// Where it deviates: their arrival window stays 12 s for any job count;
+// here the window is jobs / rate with the rate theirs (160 jobs per 12 s,
+// 48,000/hour) unless --rate says otherwise, so --jobs keeps the load. Times
+// are shifted so the first job arrives at 0 (as every trace loader does).
+// --duration-scale multiplies the iterations (rounded, >= 1), and
+// --max-job-gpus, --gpu-types and --elastic apply as for the other profiles.
+// Draws come from this file's generator, not numpy's: the same seed is not
+// the paper's job set, only the same distribution.
+//
 // Reproducibility: std::mt19937_64 (whose output the standard fixes) with
 // the distributions written here (exponential by inversion, normal by
 // Box-Muller), not libstdc++'s, whose algorithms are unspecified; times are
@@ -26,6 +50,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -35,10 +60,10 @@ namespace tessel {
 
 struct GenTraceOptions {
   uint64_t seed = 1;
-  int jobs = 200;                   // >= 0
+  int jobs = 200;                   // >= 0 (the CLI's default: GenTraceDefaultJobs)
   std::string profile = "philly";   // GenTraceProfileNames()
   double arrival_rate_per_hour = 0;  // > 0; 0 = the profile's measured rate
-  double duration_scale = 1.0;      // multiplies every drawn duration; > 0
+  double duration_scale = 1.0;      // multiplies every drawn duration (ddl: iterations); > 0
   int max_job_gpus = 64;            // larger draws are clamped to this; >= 1
   // Each job requests one of these (catalog names or aliases), uniformly;
   // empty = any type.
@@ -49,6 +74,9 @@ struct GenTraceOptions {
 };
 
 std::vector<std::string> GenTraceProfileNames();
+// How many jobs a profile generates unless told: 160 for ddl (the paper's
+// job set), 200 for the others.
+int GenTraceDefaultJobs(std::string_view profile);
 
 // The workload for `opts`, first job at t = 0, ids "gen-00000", ... in
 // submit order. InvalidArgument names the bad option and what it accepts.

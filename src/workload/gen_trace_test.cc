@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "model/profiled_model.h"
 #include "testing/test_data.h"
 #include "workload/trace.h"
 
@@ -160,7 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
     GenTrace, GenTraceBadOptions,
     ::testing::Values(
         BadOption{"profile", With([](auto& o) { o.profile = "helios"; }),
-                  "unknown trace profile 'helios'; known: philly, itp"},
+                  "unknown trace profile 'helios'; known: philly, itp, ddl"},
         BadOption{"jobs", With([](auto& o) { o.jobs = -1; }),
                   "jobs: expected an integer >= 0, got -1"},
         BadOption{"rate", With([](auto& o) { o.arrival_rate_per_hour = -2; }),
@@ -195,6 +198,99 @@ TEST(GenTrace, RoundTripsAnArenaTrace) {
   auto back = RoundTrip(*arena, "arena");
   ASSERT_TRUE(back.ok()) << back.status().message();
   ExpectSameJobs(arena->jobs, back->jobs);
+}
+
+GenTraceOptions Ddl(int jobs, uint64_t seed = 1) {
+  GenTraceOptions o;
+  o.profile = "ddl";
+  o.jobs = jobs;
+  o.seed = seed;
+  return o;
+}
+
+std::string Csv(const Workload& w) {
+  std::ostringstream out;
+  EXPECT_TRUE(WriteTraceCsv(w, out).ok());
+  return out.str();
+}
+
+TEST(GenTraceDdl, ThePapersJobSet) {
+  // HKBU-HPML/dl-scheduling online/job_master.py: 160 jobs, GPU counts
+  // 80/14/26/30/8/2, 10-60 iterations, arrivals over 12 s in whole ms.
+  EXPECT_EQ(GenTraceDefaultJobs("ddl"), 160);
+  EXPECT_EQ(GenTraceDefaultJobs("philly"), 200);
+  Workload w = Generate(Ddl(160));
+  ASSERT_EQ(w.jobs.size(), 160u);
+  std::map<int, int> by_gpus;
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    const JobSpec& j = w.jobs[i];
+    ++by_gpus[j.requested_gpus];
+    const ProfiledModel* m = FindProfiledModel(j.model);
+    ASSERT_NE(m, nullptr) << j.model;
+    EXPECT_EQ(j.global_batch, m->per_gpu_batch * j.requested_gpus);
+    ASSERT_TRUE(j.iterations.has_value());
+    EXPECT_FALSE(j.duration_s.has_value());
+    EXPECT_GE(*j.iterations, 10);
+    EXPECT_LE(*j.iterations, 60);
+    EXPECT_EQ(*j.iterations, std::floor(*j.iterations));
+    EXPECT_EQ(j.min_gpus, j.requested_gpus);
+    EXPECT_EQ(j.max_gpus, j.requested_gpus);
+    EXPECT_EQ(j.submit % 1000, 0) << "whole milliseconds";
+    EXPECT_LT(j.submit, Seconds(12));
+    if (i > 0) EXPECT_GE(j.submit, w.jobs[i - 1].submit);
+    std::string n = std::to_string(i);
+    EXPECT_EQ(j.id, "gen-" + std::string(5 - n.size(), '0') + n) << "ids in submit order";
+  }
+  EXPECT_EQ(w.jobs.front().submit, 0);
+  EXPECT_GT(w.jobs.back().submit, Seconds(11)) << "the window is 12 s";
+  EXPECT_EQ(by_gpus, (std::map<int, int>{{1, 80}, {2, 14}, {4, 26}, {8, 30}, {16, 8}, {32, 2}}));
+}
+
+TEST(GenTraceDdl, MixOverManyJobs) {
+  Workload w = Generate(Ddl(16000, 7));
+  std::map<int, int> by_gpus;
+  std::map<std::string, int> by_model;
+  std::map<int, int> by_iterations;
+  for (const JobSpec& j : w.jobs) {
+    ++by_gpus[j.requested_gpus];
+    ++by_model[j.model];
+    ++by_iterations[static_cast<int>(*j.iterations)];
+  }
+  EXPECT_EQ(by_gpus, (std::map<int, int>{{1, 8000}, {2, 1400}, {4, 2600}, {8, 3000}, {16, 800}, {32, 200}}));
+  ASSERT_EQ(by_model.size(), 4u);
+  for (const auto& [model, n] : by_model) EXPECT_NEAR(n / 16000.0, 0.25, 0.015) << model;
+  ASSERT_EQ(by_iterations.size(), 51u);
+  EXPECT_EQ(by_iterations.begin()->first, 10);
+  EXPECT_EQ(by_iterations.rbegin()->first, 60);
+  // The paper's rate, 160 jobs per 12 s: 16,000 jobs over 1,200 s.
+  EXPECT_NEAR(ToSeconds(w.jobs.back().submit), 1200, 1);
+  // Other counts keep the shares by largest remainder.
+  std::map<int, int> small;
+  for (const JobSpec& j : Generate(Ddl(100)).jobs) ++small[j.requested_gpus];
+  EXPECT_EQ(small, (std::map<int, int>{{1, 50}, {2, 9}, {4, 16}, {8, 19}, {16, 5}, {32, 1}}));
+}
+
+TEST(GenTraceDdl, SameSeedSameBytes) {
+  std::string a = Csv(Generate(Ddl(160, 3))), b = Csv(Generate(Ddl(160, 3)));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, Csv(Generate(Ddl(160, 4))));
+}
+
+TEST(GenTraceDdl, OptionsAndRoundTrip) {
+  GenTraceOptions o = Ddl(160);
+  o.arrival_rate_per_hour = 3600;  // one a second: 160 s
+  o.duration_scale = 2;
+  o.max_job_gpus = 16;
+  Workload w = Generate(o);
+  EXPECT_GT(w.jobs.back().submit, Seconds(150));
+  for (const JobSpec& j : w.jobs) {
+    ASSERT_LE(j.requested_gpus, 16);
+    ASSERT_GE(*j.iterations, 20);
+    ASSERT_LE(*j.iterations, 120);
+  }
+  auto back = RoundTrip(w, "ddl");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ExpectSameJobs(w.jobs, back->jobs);
 }
 
 TEST(GenTrace, WriteRejectsAJobWithoutWork) {

@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "model/catalog.h"
+#include "model/profiled_model.h"
 #include "workload/importers.h"
 
 namespace tessel {
@@ -109,9 +110,17 @@ Status ImportTessel(const ImportFile& in, Workload& out) {
     if (!submit.ok()) return submit.status();
     j.submit = Seconds(*submit);
 
-    auto model = FindModel(t.Get(row, "model"));
-    if (!model.ok()) return InvalidArgument(t.Where(row, "model") + ": " + model.status().message());
-    j.model = (*model)->name;
+    // A catalog model, or a profiled one (known by measured times only).
+    if (const ProfiledModel* profiled = FindProfiledModel(t.Get(row, "model"))) {
+      j.model = profiled->name;
+    } else {
+      auto model = FindModel(t.Get(row, "model"));
+      if (!model.ok()) {
+        return InvalidArgument(t.Where(row, "model") + ": " + model.status().message() + "; profiled models: " +
+                               Join(ProfiledModelNames(), ", "));
+      }
+      j.model = (*model)->name;
+    }
 
     auto batch = GetIntAtLeast(t, row, "global_batch", 1);
     if (!batch.ok()) return batch.status();

@@ -40,7 +40,8 @@
 //           T4 -> t4, A10 -> a10; anonymised types (G2, G3), lists of
 //           alternatives ("A|B") and empty specs mean any type. qos LS and
 //           Guaranteed -> priority 1, others 0. CPU-only pods are skipped.
-//  tessel   tessel's own format (WriteTraceCsv): every JobSpec field.
+//  tessel   tessel's own format (WriteTraceCsv): every JobSpec field; model
+//           is a catalog model or a profiled one (model/profiled_model.h).
 //
 // Rows of real traces (itp, philly, alibaba) with no GPUs or a duration
 // <= 0 are skipped and counted in the notes; every malformed field (not a
