@@ -52,10 +52,12 @@ const char* kSimFooter =
     "  tessel simulate --cluster arena-1280 --trace $TESSEL_DATA/itp --policy fcfs:backfill=easy --out out/\n"
     "  tessel simulate --cluster arena-1280 --trace $TESSEL_DATA/arena/traces/simulate_trace_philly.csv \\\n"
     "      --policy gavel --truth arena-db --json\n"
+    "  tessel simulate --policy tiresias --placement lwf-kappa:kappa=2\n"
     "  tessel simulate --cluster pollux-64 --trace $TESSEL_DATA/pollux/workloads/workload-1.csv --policy pollux\n"
     "  tessel compare --cluster sia-64 --trace $TESSEL_DATA/sia/workloads/philly --each \\\n"
     "      --policies sia,pollux,gavel,tiresias\n"
-    "Policy options: name:key=value:key=value (see `tessel policies`).";
+    "Policy options: name:key=value:key=value (see `tessel policies`). Placement: consolidate (default),\n"
+    "first-fit or lwf-kappa:kappa=N, for every policy.";
 
 // The trace files of --trace arguments (workload/trace.h's listing), each
 // directory's in natural order (workload-2 before workload-10).

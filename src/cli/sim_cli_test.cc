@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -42,8 +43,34 @@ TEST(SimCli, SimulateJsonHasTheSummaryContract) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_EQ(j["policy"], "fcfs");
+  EXPECT_EQ(j["placement"], "consolidate");
   EXPECT_EQ(j["jobs_total"], 400);
   EXPECT_EQ(j["jobs_finished"].get<int>() + j["jobs_unfinished"].get<int>() + j["jobs_rejected"].get<int>(), 400);
+}
+
+TEST(SimCli, SimulateRunsUnderEachPlacementRule) {
+  std::string dir = ::tessel::testing::ProcessTempDir();
+  std::map<std::string, std::string> logs;
+  for (const char* rule : {"consolidate", "first-fit", "lwf-kappa:kappa=2"}) {
+    std::string log = dir + "/placement_" + std::string(rule).substr(0, 5) + ".log";
+    Out r = Tessel({"simulate", "--policy", "tiresias", "--placement", rule, "--limit", "80", "--json", "--no-progress",
+                    "--event-log", log});
+    ASSERT_EQ(r.code, 0) << rule << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["placement"], rule);
+    EXPECT_EQ(j["jobs_total"], 80);
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    logs[rule] = text.str();
+    EXPECT_FALSE(logs[rule].empty()) << rule;
+  }
+  // The rule reaches the policy: jobs land on other nodes.
+  EXPECT_NE(logs["consolidate"], logs["first-fit"]);
+  EXPECT_NE(logs["consolidate"], logs["lwf-kappa:kappa=2"]);
+  Out text = Tessel({"simulate", "--policy", "fcfs", "--placement", "lwf-kappa", "--limit", "20", "--no-progress"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("placement lwf-kappa:kappa=2"), std::string::npos) << text.out;
 }
 
 TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
@@ -181,6 +208,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"BadHorizon", {"simulate", "--horizon", "soon"}, 2, "--horizon: expected a duration"},
         BadInput{"BadParallelism", {"simulate", "--baseline-parallelism", "tp"}, 2,
                  "--baseline-parallelism: parallelism 'tp': expected dp or best"},
+        BadInput{"UnknownPlacement", {"simulate", "--placement", "best-fit"}, 2,
+                 "--placement: unknown placement 'best-fit'"},
+        BadInput{"UnknownPlacementInCompare", {"compare", "--placement", "spread"}, 2,
+                 "expected consolidate, first-fit, lwf-kappa or lwf-kappa:kappa=N"},
+        BadInput{"BadKappa", {"simulate", "--placement", "lwf-kappa:kappa=0"}, 2,
+                 "--placement: placement lwf-kappa: kappa must be an integer >= 1"},
+        BadInput{"FirstFitTakesNoOptions", {"simulate", "--placement", "first-fit:kappa=2"}, 2,
+                 "--placement: placement first-fit takes no options"},
         BadInput{"ReferenceGpuNotInCluster", {"simulate", "--reference-gpu", "h100", "--cluster", "pollux-64"}, 2,
                  "--reference-gpu h100: not in the cluster; it has t4"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -45,6 +45,12 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--baseline-parallelism", baseline_parallelism,
                  "Plans of the baseline policies: dp (data parallel, or the planner's plan when DP does not fit; "
                  "default) or best (the planner's best plan for each allocation)");
+  app.add_option("--placement", placement,
+                 "Where every policy puts a job's GPUs: consolidate (default; best fit on one node, else the "
+                 "fewest nodes, within a rack when one holds the job), first-fit (nodes in ascending id, as many "
+                 "GPUs from each as it has) or lwf-kappa[:kappa=N] (least-loaded nodes first -- load: busy GPU "
+                 "fraction + multi-node jobs on the node --, spread over at most N nodes when N nodes can hold the "
+                 "job, else the fewest; default N = 2; Wang et al. 2020)");
   app.add_option("--reference-gpu", reference_gpu,
                  "GPU type a trace's durations were measured on when it names none (default: the cluster's "
                  "most numerous type)");
@@ -176,6 +182,9 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   }
   auto mode = ParsePlanMode(f.baseline_parallelism);
   if (!mode.ok()) return InvalidArgument("--baseline-parallelism: " + mode.status().message());
+  auto placement = ParsePlacementRule(f.placement);
+  if (!placement.ok()) return InvalidArgument("--placement: " + placement.status().message());
+  c.placement = *placement;
   return setup;
 }
 

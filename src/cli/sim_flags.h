@@ -28,6 +28,7 @@ struct SimFlags {
   std::string round;  // "" = 300 s, or 60 s for workloads played from app profiles
   std::string truth = "estimator";
   std::string baseline_parallelism = "dp";
+  std::string placement = "consolidate";
   std::string reference_gpu;
   std::string out;
   std::string event_log;

@@ -30,8 +30,8 @@
 //    a job that names none runs on the type (of those where it fits, fastest
 //    first on ties) with most GPUs not yet handed out when its turn comes in
 //    step 1; a running job keeps its type while that has room;
-//  - placement is FreeMap's consolidation, not ElasticFlow's buddy
-//    allocation; sizes are placed largest first;
+//  - placement is FreeMap's rule (consolidated by default), not
+//    ElasticFlow's buddy allocation; sizes are placed largest first;
 //  - the belief (ThroughputModel) replaces ElasticFlow's profiled scaling
 //    curves;
 //  - a job that cannot run at its minimum size on any type is rejected.

@@ -1,6 +1,7 @@
 // First-come first-served, the classic baseline: jobs start in submit order
 // on exactly what they asked for (GPU count, and type when named), placed
-// consolidated; nothing is ever preempted, grown or shrunk.
+// by the snapshot's placement rule (consolidated by default); nothing is
+// ever preempted, grown or shrunk.
 //
 // Backfill (option backfill=):
 //  - none (default): strict FIFO; the head job blocks everything behind it.

@@ -3,7 +3,8 @@
 // (iterations repeat) to time-slice, grow/shrink and migrate jobs instead of
 // letting them queue. Each decision, in this order:
 //  1. start: waiting jobs, longest waiting first, start on their requested
-//     GPUs (type, or the fastest type with room) where they fit, consolidated;
+//     GPUs (type, or the fastest type with room) where they fit, placed by
+//     the snapshot's placement rule (consolidated by default);
 //  2. shrink: if jobs still wait for a GPU type, jobs grown beyond their
 //     request on that type go back to their requested size (a subset of the
 //     GPUs they hold, the nodes with most of their GPUs first), and step 1
@@ -33,8 +34,9 @@
 //  - introspection (measured speedups) is replaced by the belief
 //    (ThroughputModel), asked about the allocation in question;
 //  - Gandiva's affinity-based node sets are not modelled; placement is
-//    FreeMap's consolidation, so fragmentation never blocks a start and
-//    migration only improves locality;
+//    FreeMap's rule (consolidated by default), so fragmentation never
+//    blocks a start and migration only improves locality (it asks the rule
+//    for fewer nodes than the job spans);
 //  - waiting jobs that do not fit do not block others; time-slicing of a job
 //    larger than twice every running job uses several smaller ones;
 //  - jobs start at their requested size (never below it); a job that cannot

@@ -23,8 +23,9 @@
 // X[j][k] / received[j][k], received being the fraction of the time since
 // submission the job has spent on type k (attained GPU-seconds on k / s_j /
 // elapsed). (job, type) pairs are taken greedily by priority, a job at most
-// once, while the type has s_j GPUs left; the chosen jobs are placed
-// consolidated (FreeMap); jobs not chosen are suspended.
+// once, while the type has s_j GPUs left; the chosen jobs are placed by
+// the snapshot's placement rule (FreeMap; consolidated by default); jobs
+// not chosen are suspended.
 //
 // Deviations from the paper and its code (github.com/stanford-futuredata/gavel):
 //  - max-min is solved lexicographically: after the max-min value t* is

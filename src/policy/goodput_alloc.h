@@ -60,7 +60,10 @@ struct PlaceOptions {
   // Explicit defragmentation: a grant that does not fit on its node count
   // (max_nodes, else the fewest nodes that can hold it) may move up to this
   // many kept single-node jobs smaller than itself to other nodes of the
-  // type to make room (jobs this decision places anyway move free).
+  // type to make room (jobs this decision places anyway move free). The
+  // grant then takes the nodes it made room on, whatever the snapshot's
+  // placement rule (defragmentation is a consolidating mechanism of its
+  // own); the moved jobs are re-placed by the rule, on one node each.
   int defrag_moves = 0;
 };
 struct PlaceStats {
@@ -70,8 +73,9 @@ struct PlaceStats {
 
 // Turns grants into a Decision: every active job's allocation is released
 // and re-placed; a job granted its current type and count keeps its exact
-// GPUs; the others are placed largest first with FreeMap's consolidation
-// within their max_nodes (after defragmenting, if asked), shrinking (not
+// GPUs; the others are placed largest first by FreeMap's rule (the
+// snapshot's; consolidated by default) within their max_nodes (after
+// defragmenting, if asked: that picks the grant's nodes itself), shrinking (not
 // below the spec's min_gpus; rigid jobs not at all) when fragmentation
 // leaves no room; then the repack (see PlaceOptions). Jobs without a grant
 // are suspended.

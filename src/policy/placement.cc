@@ -1,6 +1,8 @@
 #include "policy/placement.h"
 
 #include <algorithm>
+#include <cassert>
+#include <tuple>
 
 #include "policy/throughput.h"
 
@@ -8,9 +10,14 @@ namespace tessel {
 
 FreeMap::FreeMap(const Snapshot& snapshot)
     : cluster_(snapshot.cluster),
+      rule_(snapshot.placement),
       free_(snapshot.free_gpus.begin(), snapshot.free_gpus.end()),
       free_by_type_(snapshot.cluster->types().size(), 0) {
   for (const ClusterNode& n : cluster_->nodes()) free_by_type_[n.type] += free_[n.id];
+  if (rule_.kind == PlacementRule::Kind::kLwfKappa) {
+    multi_node_jobs_.assign(cluster_->nodes().size(), 0);
+    for (const JobView* j : snapshot.jobs) CountMultiNode(j->alloc, +1);
+  }
 }
 
 bool FreeMap::CanPlace(int type, int gpus, int max_nodes) const {
@@ -32,6 +39,17 @@ bool FreeMap::CanPlace(int type, int gpus, int max_nodes) const {
 
 std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
   if (gpus <= 0 || free_by_type_[type] < gpus) return std::nullopt;
+  std::optional<Allocation> alloc;
+  switch (rule_.kind) {
+    case PlacementRule::Kind::kConsolidate: alloc = Consolidated(type, gpus, max_nodes); break;
+    case PlacementRule::Kind::kFirstFit: alloc = FirstFit(type, gpus, max_nodes); break;
+    case PlacementRule::Kind::kLwfKappa: alloc = LeastLoaded(type, gpus, max_nodes); break;
+  }
+  if (alloc) Take(*alloc);
+  return alloc;
+}
+
+std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_nodes) const {
   const GpuTypeInfo& info = cluster_->types()[type];
   Allocation alloc;
   alloc.type = type;
@@ -46,56 +64,162 @@ std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
   }
   if (best >= 0) {
     alloc.parts.push_back({best, gpus});
-  } else {
-    // Fewest nodes: fullest-free first (ties: lower id), within one rack
-    // when some rack can hold the job (its traffic then stays off the
-    // oversubscribed uplinks): the rack needing the fewest nodes, then the
-    // tightest fit, then the lowest id.
-    std::vector<int> order;
-    for (int id : info.nodes) {
-      if (free_[id] > 0) order.push_back(id);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free_[a] > free_[b]; });
-    if (cluster_->num_racks() > 1) {
-      std::vector<int> rack_free(cluster_->num_racks(), 0), rack_nodes(cluster_->num_racks(), 0);
-      for (int id : order) {  // fullest first: count nodes until the job fits
-        int r = cluster_->nodes()[id].rack;
-        if (rack_free[r] < gpus) {
-          rack_free[r] += free_[id];
-          ++rack_nodes[r];
-        } else {
-          rack_free[r] += free_[id];
-        }
-      }
-      int best_rack = -1;
-      for (int r = 0; r < cluster_->num_racks(); ++r) {
-        if (rack_free[r] < gpus) continue;
-        if (best_rack < 0 || rack_nodes[r] < rack_nodes[best_rack] ||
-            (rack_nodes[r] == rack_nodes[best_rack] && rack_free[r] < rack_free[best_rack])) {
-          best_rack = r;
-        }
-      }
-      if (best_rack >= 0) {
-        std::vector<int> in_rack;
-        for (int id : order)
-          if (cluster_->nodes()[id].rack == best_rack) in_rack.push_back(id);
-        order = std::move(in_rack);
+    return alloc;
+  }
+  // Fewest nodes: fullest-free first (ties: lower id), within one rack
+  // when some rack can hold the job (its traffic then stays off the
+  // oversubscribed uplinks): the rack needing the fewest nodes, then the
+  // tightest fit, then the lowest id.
+  std::vector<int> order;
+  for (int id : info.nodes) {
+    if (free_[id] > 0) order.push_back(id);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+  if (cluster_->num_racks() > 1) {
+    std::vector<int> rack_free(cluster_->num_racks(), 0), rack_nodes(cluster_->num_racks(), 0);
+    for (int id : order) {  // fullest first: count nodes until the job fits
+      int r = cluster_->nodes()[id].rack;
+      if (rack_free[r] < gpus) {
+        rack_free[r] += free_[id];
+        ++rack_nodes[r];
+      } else {
+        rack_free[r] += free_[id];
       }
     }
+    int best_rack = -1;
+    for (int r = 0; r < cluster_->num_racks(); ++r) {
+      if (rack_free[r] < gpus) continue;
+      if (best_rack < 0 || rack_nodes[r] < rack_nodes[best_rack] ||
+          (rack_nodes[r] == rack_nodes[best_rack] && rack_free[r] < rack_free[best_rack])) {
+        best_rack = r;
+      }
+    }
+    if (best_rack >= 0) {
+      std::vector<int> in_rack;
+      for (int id : order)
+        if (cluster_->nodes()[id].rack == best_rack) in_rack.push_back(id);
+      order = std::move(in_rack);
+    }
+  }
+  int left = gpus;
+  for (int id : order) {
+    if (left == 0) break;
+    int take = std::min(left, free_[id]);
+    alloc.parts.push_back({id, take});
+    left -= take;
+  }
+  if (left > 0) return std::nullopt;
+  if (max_nodes > 0 && alloc.nodes() > max_nodes) return std::nullopt;
+  SortByNode(alloc);
+  return alloc;
+}
+
+std::optional<Allocation> FreeMap::FirstFit(int type, int gpus, int max_nodes) const {
+  Allocation alloc;
+  alloc.type = type;
+  int left = gpus;
+  for (int id : cluster_->types()[type].nodes) {  // ascending ids
+    if (left == 0) break;
+    int take = std::min(left, free_[id]);
+    if (take == 0) continue;
+    alloc.parts.push_back({id, take});
+    left -= take;
+  }
+  if (left > 0) return std::nullopt;
+  if (max_nodes > 0 && alloc.nodes() > max_nodes) return Consolidated(type, gpus, max_nodes);
+  return alloc;
+}
+
+double FreeMap::Load(int node) const {
+  const int gpus = cluster_->nodes()[node].gpus;
+  double busy = gpus > 0 ? static_cast<double>(gpus - free_[node]) / gpus : 0.0;
+  return busy + (multi_node_jobs_.empty() ? 0 : multi_node_jobs_[node]);
+}
+
+std::optional<Allocation> FreeMap::LeastLoaded(int type, int gpus, int max_nodes) const {
+  struct Candidate {
+    double load;
+    int free;
+    int id;
+  };
+  std::vector<Candidate> order;
+  int most_free = 0;
+  for (int id : cluster_->types()[type].nodes) {
+    if (free_[id] == 0) continue;
+    order.push_back({Load(id), free_[id], id});
+    most_free = std::max(most_free, free_[id]);
+  }
+  std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(a.load, b.free, a.id) < std::tie(b.load, a.free, b.id);
+  });
+  auto take_in_order = [&](const std::vector<Candidate>& nodes) {
+    Allocation alloc;
+    alloc.type = type;
     int left = gpus;
-    for (int id : order) {
+    for (const Candidate& c : nodes) {
       if (left == 0) break;
-      int take = std::min(left, free_[id]);
-      alloc.parts.push_back({id, take});
+      int take = std::min(left, c.free);
+      alloc.parts.push_back({c.id, take});
       left -= take;
     }
+    assert(left == 0);
+    SortByNode(alloc);
+    return alloc;
+  };
+  // GPU-level least-loaded first, when it stays within κ (and max_nodes).
+  const int limit = max_nodes > 0 ? std::min(rule_.kappa, max_nodes) : rule_.kappa;
+  {
+    int left = gpus, used = 0;
+    for (const Candidate& c : order) {
+      if (left == 0) break;
+      left -= std::min(left, c.free);
+      ++used;
+    }
     if (left > 0) return std::nullopt;
-    if (max_nodes > 0 && alloc.nodes() > max_nodes) return std::nullopt;
-    std::sort(alloc.parts.begin(), alloc.parts.end(),
-              [](const Placement& a, const Placement& b) { return a.node < b.node; });
+    if (used <= limit) return take_in_order(order);
   }
-  Take(alloc);
-  return alloc;
+  // Otherwise the fewest nodes that can hold the job (m0), least-loaded
+  // first: a node is accepted, in load order, when the chosen ones, it and
+  // the largest free counts among the nodes not yet considered can still
+  // reach the count. `by_free[f]`: unconsidered nodes with f free GPUs.
+  std::vector<int> by_free(most_free + 1, 0);
+  for (const Candidate& c : order) ++by_free[c.free];
+  int m0 = 0;
+  for (int f = most_free, sum = 0; f > 0 && sum < gpus; --f) {
+    for (int k = 0; k < by_free[f] && sum < gpus; ++k) {
+      sum += f;
+      ++m0;
+    }
+  }
+  if (max_nodes > 0 && m0 > max_nodes) return std::nullopt;
+  std::vector<Candidate> chosen;
+  int chosen_free = 0;
+  for (const Candidate& c : order) {
+    if (static_cast<int>(chosen.size()) == m0) break;
+    --by_free[c.free];
+    int reach = chosen_free + c.free;
+    int slots = m0 - static_cast<int>(chosen.size()) - 1;
+    for (int f = most_free; f > 0 && slots > 0 && reach < gpus; --f) {
+      int n = std::min(slots, by_free[f]);
+      reach += n * f;
+      slots -= n;
+    }
+    if (reach >= gpus) {
+      chosen.push_back(c);
+      chosen_free += c.free;
+    }
+  }
+  return take_in_order(chosen);
+}
+
+void FreeMap::SortByNode(Allocation& alloc) {
+  std::sort(alloc.parts.begin(), alloc.parts.end(),
+            [](const Placement& a, const Placement& b) { return a.node < b.node; });
+}
+
+void FreeMap::CountMultiNode(const Allocation& alloc, int delta) {
+  if (multi_node_jobs_.empty() || alloc.nodes() < 2) return;
+  for (const Placement& p : alloc.parts) multi_node_jobs_[p.node] += delta;
 }
 
 void FreeMap::Release(const Allocation& alloc) {
@@ -103,6 +227,7 @@ void FreeMap::Release(const Allocation& alloc) {
     free_[p.node] += p.gpus;
     free_by_type_[alloc.type] += p.gpus;
   }
+  CountMultiNode(alloc, -1);
 }
 
 bool FreeMap::IsFree(const Allocation& alloc) const {
@@ -118,6 +243,7 @@ void FreeMap::Take(const Allocation& alloc) {
     free_[p.node] -= p.gpus;
     free_by_type_[alloc.type] -= p.gpus;
   }
+  CountMultiNode(alloc, +1);
 }
 
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot) {

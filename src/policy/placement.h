@@ -2,12 +2,42 @@
 // decision with: take GPUs for one job after another, release what a
 // decision frees, without touching the snapshot.
 //
-// Consolidation rule (LWF-κ's consolidation; Tiresias/Gavel place the same
-// way): a job that fits on one node goes to the node whose free GPUs fit it
-// most tightly (best fit, lowest node id on ties); a larger job takes the
-// fewest nodes, fullest-free first, inside one rack when a rack can hold it
-// (the rack needing fewest nodes, then the tightest). `max_nodes` bounds
-// the spread (κ).
+// Where a job's GPUs go follows the snapshot's PlacementRule
+// (policy/placement_rule.h); `max_nodes` (0 = unbounded) bounds the spread
+// under every rule. Ties break on node id, so placement is deterministic.
+//  - consolidate (the default; Tiresias/Gavel place the same way): a job
+//    that fits on one node goes to the node whose free GPUs fit it most
+//    tightly (best fit, lowest node id on ties); a larger job takes the
+//    fewest nodes, fullest-free first, inside one rack when a rack can hold
+//    it (the rack needing fewest nodes, then the tightest).
+//  - first-fit (the classic baseline of Wang et al., "bp" in their
+//    simulator HKBU-HPML/dl-scheduling): free GPUs from nodes in ascending
+//    id, as many from each as it has, until the job has its count; no
+//    consolidation, no rack preference. When that spans more than
+//    `max_nodes`, the job is placed as consolidate would (or not at all).
+//  - lwf-kappa (LWF-κ of Wang, Shi, Wang, Chu, "Communication Contention
+//    Aware Scheduling of Multiple Deep Learning Training Jobs", arXiv
+//    2002.10105): least-loaded GPUs first, each job on few nodes. The paper
+//    shares GPUs and a GPU's load is the work queued on it; here GPUs are
+//    exclusive, so a node's load is its busy fraction (1 - free / GPUs,
+//    i.e. GPUs held / GPUs on an up node) plus the number of allocations
+//    spanning >= 2 nodes that use it (their traffic crosses its NIC),
+//    counted from the snapshot's jobs and kept current by Place, Take and
+//    Release. Nodes with free GPUs of the type are ordered by (load
+//    ascending, free descending, id) and GPUs taken greedily in that
+//    order; if that uses at most min(κ, max_nodes) nodes it is the
+//    placement. Otherwise the job takes the fewest nodes that can hold it
+//    (m0), chosen least-loaded first while the count stays reachable (a
+//    node is accepted in load order when it, the nodes chosen before and
+//    the largest free counts among the nodes not yet considered can still
+//    hold the job); it fails only when m0 > max_nodes. So a job never
+//    spreads over more than κ nodes when κ nodes can hold it. No rack
+//    preference. (The reference simulator applies κ to the job's GPU count
+//    -- jobs of at most κ GPUs go GPU-level least-loaded, larger ones to
+//    whole least-loaded nodes; bounding the spread instead keeps the small
+//    jobs' behaviour, since a job of at most κ GPUs spans at most κ nodes,
+//    and lets larger ones spread when κ nodes suffice.)
+// Whether a placement is possible (CanPlace) does not depend on the rule.
 #pragma once
 
 #include <optional>
@@ -34,12 +64,29 @@ class FreeMap {
   void Take(const Allocation& alloc);
   // Whether every GPU of `alloc` is free here.
   bool IsFree(const Allocation& alloc) const;
+  const PlacementRule& rule() const { return rule_; }
+  // lwf-kappa's load of `node` (busy fraction + multi-node allocations on
+  // it; the latter counted only under lwf-kappa).
+  double Load(int node) const;
 
  private:
+  // Each rule's choice for a job on the current free GPUs (not taken yet);
+  // nullopt when it cannot be placed within max_nodes.
+  std::optional<Allocation> Consolidated(int type, int gpus, int max_nodes) const;
+  std::optional<Allocation> FirstFit(int type, int gpus, int max_nodes) const;
+  std::optional<Allocation> LeastLoaded(int type, int gpus, int max_nodes) const;
+  static void SortByNode(Allocation& alloc);
+  // Adds `delta` to the multi-node count of alloc's nodes if it spans >= 2.
+  void CountMultiNode(const Allocation& alloc, int delta);
+
   const Cluster* cluster_;
+  PlacementRule rule_;
   std::vector<int> free_;
   std::vector<int> free_by_type_;
   std::vector<int> max_free_by_type_;  // upper bound, refreshed lazily
+  // lwf-kappa only (empty otherwise): per node, the allocations spanning
+  // >= 2 nodes that use it.
+  std::vector<int> multi_node_jobs_;
 };
 
 // The job's GPU types in the order a heterogeneity-unaware policy tries

@@ -21,7 +21,7 @@ struct PriorityEntry {
 // Strict-priority preemptive allocation. Walks `order` (highest priority
 // first):
 //  - a job holding GPUs that no higher-priority job took keeps them;
-//  - a waiting job goes, consolidated (FreeMap), to free GPUs of its first
+//  - a waiting job goes, placed by FreeMap's rule, to free GPUs of its first
 //    type with room; failing that, to GPUs of running jobs below it in
 //    `order` on one of its types, taken from the lowest-priority one up
 //    until it fits; displaced jobs whose GPUs it did not use keep them;

@@ -13,6 +13,7 @@
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
 #include "hardware/cluster.h"
+#include "policy/placement_rule.h"
 #include "policy/throughput.h"
 #include "workload/job.h"
 
@@ -108,6 +109,9 @@ struct Snapshot {
   // at rounds, like pollux and sia, ignore the others) or an event
   // (arrival, completion, failure, wake-up).
   bool at_round = true;
+  // How FreeMap chooses GPUs for a job (policy/placement.h): the backend's
+  // setting (the simulator's --placement; the daemon consolidates).
+  PlacementRule placement;
 };
 
 // What a policy wants changed. Jobs not named keep their allocation.

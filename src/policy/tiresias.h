@@ -5,7 +5,7 @@
 // a job starts in the top queue and is demoted when its service crosses the
 // next threshold; queues are served top first, FIFO by submit inside a queue;
 // a higher queue preempts a lower one. Jobs run on their requested GPUs,
-// placed consolidated.
+// placed by the snapshot's placement rule (consolidated by default).
 //
 // Options and defaults:
 //  - queues=K (default 2);
@@ -26,8 +26,9 @@
 //
 // Deviations:
 //  - no profile-guided placement: Tiresias consolidates only models whose
-//    tensors are skewed and spreads the rest; here every job is placed
-//    consolidated (FreeMap), and the belief prices spreading instead;
+//    tensors are skewed and spreads the rest; here every job is placed by
+//    one rule (FreeMap; consolidated by default), and the belief prices
+//    spreading instead;
 //  - inside a queue, jobs that hold GPUs come before waiting ones (as in the
 //    authors' simulator, which moves waiting jobs to the back of their queue),
 //    so a queue never preempts itself; a waiting job that does not fit does

@@ -1,5 +1,6 @@
 // What a simulation run is configured with, beyond cluster, workload and
-// policy: round length, horizon, reconfiguration costs, failures.
+// policy: round length, horizon, reconfiguration costs, failures, the
+// placement rule.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
+#include "policy/placement_rule.h"
 
 namespace tessel {
 
@@ -61,6 +63,8 @@ struct SimConfig {
   // Learning-rate scaling rule of jobs with a goodput agent.
   goodput::ScalingRule scaling_rule = goodput::ScalingRule::kAdaScale;
   NetworkConfig network;
+  // How policies place jobs on nodes (every policy placing through FreeMap).
+  PlacementRule placement;
 };
 
 }  // namespace tessel

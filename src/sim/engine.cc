@@ -36,6 +36,7 @@ Result<SimResult> Simulator::Run() {
   TESSEL_RETURN_IF_ERROR(loop.Run());
   SimResult result = backend.Collect(loop.now(), loop.decisions(), loop.timer_events());
   if (progress_) progress_({backend.EndTime(loop.now()), backend.done_jobs(), backend.total_jobs()});
+  result.summary.placement = PlacementRuleName(config_.placement);
   result.summary.sim_wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

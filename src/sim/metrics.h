@@ -57,6 +57,7 @@ struct Summary {
   std::string cluster;
   std::string trace;
   std::string truth;
+  std::string placement;  // PlacementRuleName of the run's rule
   uint64_t seed = 0;
   int total_gpus = 0;
   int jobs_total = 0;

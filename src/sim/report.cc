@@ -25,6 +25,7 @@ Json ToJson(const Summary& s) {
   j["cluster"] = s.cluster;
   j["trace"] = s.trace;
   j["truth"] = s.truth;
+  j["placement"] = s.placement;
   j["seed"] = s.seed;
   j["total_gpus"] = s.total_gpus;
   j["jobs_total"] = s.jobs_total;
@@ -119,7 +120,7 @@ std::string SummaryListJson(const std::vector<Summary>& list) {
 
 void RenderSummary(const Summary& s, std::ostream& out) {
   out << "policy " << s.policy << " on " << s.cluster << " (" << s.total_gpus << " GPUs), trace " << s.trace
-      << ", truth " << s.truth << ", seed " << s.seed << "\n";
+      << ", truth " << s.truth << ", placement " << s.placement << ", seed " << s.seed << "\n";
   out << "jobs: " << s.jobs_total << " total, " << s.jobs_finished << " finished, " << s.jobs_unfinished
       << " unfinished, " << s.jobs_rejected << " rejected\n";
   TextTable t({"metric", "value"});
@@ -145,7 +146,7 @@ void RenderSummary(const Summary& s, std::ostream& out) {
 void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
   if (list.empty()) return;
   out << "cluster " << list[0].cluster << " (" << list[0].total_gpus << " GPUs), trace " << list[0].trace
-      << ", truth " << list[0].truth << ", seed " << list[0].seed << "\n";
+      << ", truth " << list[0].truth << ", placement " << list[0].placement << ", seed " << list[0].seed << "\n";
   TextTable t({"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h", "p99 h", "avg queue h",
                "makespan h", "alloc %", "useful %", "avg FTF", "restarts", "wall s"});
   for (const Summary& s : list) {

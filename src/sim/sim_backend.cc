@@ -687,6 +687,7 @@ struct SimBackend::Impl {
     snap->node_up = up;
     snap->jobs = active;
     snap->belief = &belief;
+    snap->placement = config.placement;
   }
 
   // --- timeline ----------------------------------------------------------------
