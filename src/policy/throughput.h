@@ -68,7 +68,7 @@ class ThroughputModel {
   // lifetime.
   virtual const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) = 0;
   // The same with only `network_share` (0, 1] of each node's network
-  // bandwidth (shared rack uplinks, policy/contention.h). Sources that
+  // bandwidth (arena's expected link share, policy/network_model.h). Sources that
   // cannot model it (measured tables) answer Rate().
   virtual const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) {
     (void)network_share;

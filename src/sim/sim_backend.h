@@ -7,8 +7,9 @@
 // A running job progresses at its *truth* rate for its allocation; the
 // policy decides with its *belief*. A restart costs checkpoint save + load,
 // the restart overhead and (for adaptive policies) the plan search, with
-// the GPUs held and no progress. Jobs spread over racks share uplinks
-// (policy/contention.h) and are re-rated whenever allocations change.
+// the GPUs held and no progress. Jobs spread over nodes share the network's
+// links (policy/network_model.h): after allocations change, the groups of
+// such jobs that share links are re-rated together.
 //
 // Deterministic: the same inputs and seed give the same events byte for
 // byte. Not thread-safe.
