@@ -17,24 +17,22 @@ struct Embedded {
   const char* yaml;
 };
 
+// arena-1280's pools, shared by its variants.
+#define TESSEL_ARENA_1280_POOLS                                         \
+  "pools:\n"                                                            \
+  "  - {name: a100, gpu: a100-40g, nodes: 80, node_type: arena-a100}\n" \
+  "  - {name: v100, gpu: v100-32g, nodes: 20, node_type: arena-v100}\n" \
+  "  - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}\n"       \
+  "  - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}\n"
+
 constexpr Embedded kEmbedded[] = {
     {"arena-1280", R"(name: arena-1280
 description: the Arena/Crius artifact's simulated cluster, 1,280 GPUs (320 each of A100, V100, A40, A10)
-pools:
-  - {name: a100, gpu: a100-40g, nodes: 80, node_type: arena-a100}
-  - {name: v100, gpu: v100-32g, nodes: 20, node_type: arena-v100}
-  - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}
-  - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}
-)"},
+)" TESSEL_ARENA_1280_POOLS},
     {"arena-1280-2to1", R"(name: arena-1280-2to1
 description: arena-1280 in racks of 16 nodes whose uplinks are 2:1 oversubscribed (a contention study; not the artifact's)
 racks: {nodes_per_rack: 16, oversubscription: 2.0}
-pools:
-  - {name: a100, gpu: a100-40g, nodes: 80, node_type: arena-a100}
-  - {name: v100, gpu: v100-32g, nodes: 20, node_type: arena-v100}
-  - {name: a40, gpu: a40, nodes: 160, node_type: arena-a40}
-  - {name: a10, gpu: a10, nodes: 160, node_type: arena-a10}
-)"},
+)" TESSEL_ARENA_1280_POOLS},
     {"arena-testbed-32", R"(name: arena-testbed-32
 description: a testbed the size of the Arena artifact's runtime trace, 8 x 2 A40 and 8 x 2 A10 (the meshes of arena/comm)
 pools:

@@ -111,3 +111,21 @@ TEST(ClusterTest, UnknownClusterNameListsKnownOnes) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// The contention study's variant: arena-1280's nodes in racks of 16 with
+// 2:1 uplinks.
+TEST(ClusterTest, Arena1280VariantInOversubscribedRacks) {
+  Cluster flat = LoadCluster("arena-1280").value();
+  Cluster racked = LoadCluster("arena-1280-2to1").value();
+  EXPECT_EQ(racked.total_gpus(), flat.total_gpus());
+  EXPECT_EQ(racked.nodes().size(), flat.nodes().size());
+  EXPECT_EQ(racked.num_racks(), (420 + 15) / 16);
+  EXPECT_DOUBLE_EQ(racked.spec().rack_oversubscription, 2.0);
+  EXPECT_EQ(flat.num_racks(), 1);
+}
+
+}  // namespace
+}  // namespace tessel

@@ -65,6 +65,9 @@ class BaselinePolicy : public Policy {
   std::string_view name() const override { return name_; }
   PolicyTraits traits() const override { return traits_; }
 
+ protected:
+  PolicyTraits& mutable_traits() { return traits_; }
+
  private:
   std::string_view name_;
   PolicyTraits traits_;

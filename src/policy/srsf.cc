@@ -9,14 +9,11 @@
 namespace tessel {
 namespace {
 
-class SrsfPolicy : public Policy {
+class SrsfPolicy : public BaselinePolicy {
  public:
-  SrsfPolicy(std::string_view name, CommSchedule schedule, PlanMode mode) : name_(name) {
-    traits_.plan_mode = mode;
-    traits_.comm_schedule = schedule;
+  SrsfPolicy(std::string_view name, CommSchedule schedule, PlanMode mode) : BaselinePolicy(name, false, mode) {
+    mutable_traits().comm_schedule = schedule;
   }
-  std::string_view name() const override { return name_; }
-  PolicyTraits traits() const override { return traits_; }
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -56,10 +53,6 @@ class SrsfPolicy : public Policy {
               [](const auto& a, const auto& b) { return a.first < b.first; });
     return d;
   }
-
- private:
-  std::string_view name_;
-  PolicyTraits traits_;
 };
 
 }  // namespace
