@@ -148,19 +148,30 @@ std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJo
   const size_t n = jobs.size();
   const double o = options_.contention_overhead;
   // Each job's links (dense local ids) with how many of its flows cross each.
-  std::unordered_map<int, int> local;
+  local_of_link_.resize(fabric_.network.num_links(), -1);
+  std::vector<int> touched;
   std::vector<double> cap;
   std::vector<std::vector<std::pair<int, int>>> uses(n);
   std::vector<double> bytes(n), duty(n), cycle(n);
   std::vector<Phases> ph(n);
+  std::vector<std::vector<int>> own;
   for (size_t j = 0; j < n; ++j) {
-    for (const auto& p : PathsOf(jobs[j])) {
+    const std::vector<std::vector<int>>* paths = jobs[j].paths;
+    if (paths == nullptr) {
+      own = RingPaths(*jobs[j].alloc);
+      paths = &own;
+    }
+    for (const auto& p : *paths) {
       for (int l : p) {
-        auto [it, fresh] = local.emplace(l, static_cast<int>(cap.size()));
-        if (fresh) cap.push_back(fabric_.network.capacity(l));
-        auto u = std::find_if(uses[j].begin(), uses[j].end(), [&](const auto& x) { return x.first == it->second; });
+        int& id = local_of_link_[l];
+        if (id < 0) {
+          id = static_cast<int>(cap.size());
+          cap.push_back(fabric_.network.capacity(l));
+          touched.push_back(l);
+        }
+        auto u = std::find_if(uses[j].begin(), uses[j].end(), [&](const auto& x) { return x.first == id; });
         if (u == uses[j].end()) {
-          uses[j].push_back({it->second, 1});
+          uses[j].push_back({id, 1});
         } else {
           u->second++;
         }
@@ -173,6 +184,7 @@ std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJo
               : jobs[j].iteration_s > 0 ? std::min(1.0, jobs[j].network_s / jobs[j].iteration_s)
                                         : 0.0;
   }
+  for (int l : touched) local_of_link_[l] = -1;
   std::vector<double> load(cap.size(), 0.0);  // expected active flows per link
   for (size_t j = 0; j < n; ++j)
     for (const auto& [l, c] : uses[j]) load[l] += duty[j] * c;

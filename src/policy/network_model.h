@@ -100,6 +100,7 @@ class NetworkModel {
   NetworkOptions options_;
   Fabric fabric_;
   mutable std::vector<int> first_on_link_;  // Components' scratch, -1 = none
+  mutable std::vector<int> local_of_link_;  // the mean field's scratch, -1 = none
 };
 
 // The network as a policy's belief: the multi-node jobs running now, each
