@@ -94,7 +94,9 @@ class ArenaPolicy : public Policy {
     if (network_ == nullptr || &network_->cluster() != &cluster)
       network_ = std::make_unique<NetworkModel>(cluster, NetworkOptions{});
     NetworkLoad load(*network_);
-    if (p_.network) {
+    // Only grids across racks are priced below full bandwidth
+    // (NetworkLoad::ExpectedShare): one switch needs no load.
+    if (p_.network && cluster.num_racks() > 1) {
       for (const JobView* job : snap.jobs) {
         if (job->alloc.nodes() < 2) continue;
         const Allocation& a = job->alloc;
