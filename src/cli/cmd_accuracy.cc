@@ -11,6 +11,7 @@
 #include "core/strings.h"
 #include "core/table.h"
 #include "hardware/node.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -140,7 +141,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       }
       j["skipped"] = nlohmann::json::array();
       for (const auto& s : rep.skipped) j["skipped"].push_back({{"id", s.id}, {"reason", s.reason}});
-      io.out << j.dump(2) << "\n";
+      io.out << JsonText(j, 2) << "\n";
     } else {
       if (f->cv == "source")
         io.out << "Leave-one-source-out: every row predicted with parameters fitted without its source.\n\n";

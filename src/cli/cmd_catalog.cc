@@ -11,6 +11,7 @@
 #include "model/catalog.h"
 #include "model/flops.h"
 #include "model/profiled_model.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -41,7 +42,7 @@ CommandAction SetupGpus(CLI::App& app, CommandIo io) {
                        {"nvlink_gen", g.nvlink_gen}, {"nvlink_gbs_per_direction", g.nvlink_gbs},
                        {"source", g.source}});
       }
-      io.out << arr.dump(2) << "\n";
+      io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
     TextTable t({"name", "description", "mem GiB", "GB/s", "fp32", "tf32", "fp16", "bf16", "fp8", "intra-node link"});
@@ -65,7 +66,7 @@ CommandAction SetupNodeTypes(CLI::App& app, CommandIo io) {
                        {"intra_node", LinkKindName(n.intra)}, {"network_gbps", n.network_gbps},
                        {"description", n.description}, {"source", n.source}});
       }
-      io.out << arr.dump(2) << "\n";
+      io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
     TextTable t({"name", "gpu", "gpus", "intra-node", "network Gb/s", "description"});
@@ -105,7 +106,7 @@ CommandAction SetupModels(CLI::App& app, CommandIo io) {
         }
         arr.push_back(j);
       }
-      io.out << arr.dump(2) << "\n";
+      io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
     TextTable t({"name", "family", "params", "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq", "experts", "precision"});

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "core/table.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -90,7 +91,7 @@ std::optional<int64_t> ParseJobIdArg(const std::string& text, std::ostream& err)
 std::string Str(const Json& j, const char* key, const char* none = "-") {
   if (!j.contains(key) || j[key].is_null()) return none;
   if (j[key].is_string()) return j[key].get<std::string>().empty() ? none : j[key].get<std::string>();
-  return j[key].dump();
+  return JsonText(j[key]);
 }
 
 // "2024-05-01T12:00:03Z" -> "2024-05-01 12:00:03" (the table says UTC).
@@ -113,7 +114,7 @@ std::string Gpus(const Json& j) {
 std::string Nodes(const Json& j) {
   if (!j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty()) return "-";
   std::vector<std::string> names;
-  for (const auto& n : j["nodes"]) names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  for (const auto& n : j["nodes"]) names.push_back(n.is_string() ? n.get<std::string>() : JsonText(n));
   return Join(names, ",");
 }
 
@@ -146,16 +147,16 @@ CommandAction SetupSubmit(CLI::App& app, CommandIo io) {
     Json body = {{"spec_yaml", text.str()}, {"file", *spec}, {"base_dir", abs.parent_path().string()}};
     int code = 0;
     std::optional<Json> reply =
-        Call(*flags, "POST", "/v1/jobs", body.dump(-1, ' ', false, Json::error_handler_t::replace), io.err, &code);
+        Call(*flags, "POST", "/v1/jobs", JsonText(body), io.err, &code);
     if (!reply) return code;
     if (!reply->contains("id")) {
       io.err << "error: the server's reply has no job id\n";
       return 1;
     }
     if (*json) {
-      io.out << Json{{"id", (*reply)["id"]}}.dump() << "\n";
+      io.out << JsonText(Json{{"id", (*reply)["id"]}}) << "\n";
     } else {
-      io.out << (*reply)["id"].dump() << "\n";
+      io.out << JsonText((*reply)["id"]) << "\n";
     }
     return 0;
   });
@@ -217,7 +218,7 @@ CommandAction SetupJob(CLI::App& app, CommandIo io) {
     if (!reply) return code;
     const Json& j = *reply;
     if (*json) {
-      io.out << j.dump(2) << "\n";
+      io.out << JsonText(j, 2) << "\n";
       return 0;
     }
     io.out << "job " << Str(j, "id") << ": " << Str(j, "name") << " (user " << Str(j, "user") << ")\n";

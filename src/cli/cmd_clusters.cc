@@ -8,6 +8,7 @@
 #include "core/table.h"
 #include "hardware/cluster.h"
 #include "policy/policy.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -46,7 +47,7 @@ CommandAction SetupClusters(CLI::App& app, CommandIo io) {
                        {"nodes_per_rack", c.nodes_per_rack}, {"rack_oversubscription", c.rack_oversubscription},
                        {"pools", pools}});
       }
-      io.out << arr.dump(2) << "\n";
+      io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
     TextTable t({"cluster", "GPUs", "pool", "gpu", "nodes", "GPUs/node", "intra-node", "network Gb/s", "racks"});
@@ -81,7 +82,7 @@ CommandAction SetupPolicies(CLI::App& app, CommandIo io) {
     if (*json) {
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
       for (const PolicyInfo& p : list) arr.push_back({{"name", p.name}, {"summary", p.summary}, {"options", p.options}});
-      io.out << arr.dump(2) << "\n";
+      io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
     TextTable t({"policy", "what it does", "options"});

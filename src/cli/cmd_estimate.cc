@@ -7,6 +7,7 @@
 #include "cli/json_out.h"
 #include "core/strings.h"
 #include "perf/estimator.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -110,7 +111,7 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io) {
     Estimator est(*in->params);
     auto e = est.Run(req);
     if (!e.ok()) return fail(e.status());
-    if (f->json) io.out << EstimateToJson(*e).dump(2) << "\n";
+    if (f->json) io.out << JsonText(EstimateToJson(*e), 2) << "\n";
     else PrintHuman(io.out, in->model, in->topology, req, *e);
     return 0;
   };

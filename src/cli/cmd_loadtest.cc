@@ -28,6 +28,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "core/table.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -173,8 +174,7 @@ CommandAction SetupLoadtest(CLI::App& app, CommandIo io) {
       text << in.rdbuf();
       std::error_code ec;
       std::filesystem::path abs = std::filesystem::absolute(o->spec, ec).lexically_normal();
-      body = Json{{"spec_yaml", text.str()}, {"file", o->spec}, {"base_dir", abs.parent_path().string()}}.dump(
-          -1, ' ', false, Json::error_handler_t::replace);
+      body = JsonText(Json{{"spec_yaml", text.str()}, {"file", o->spec}, {"base_dir", abs.parent_path().string()}});
     }
     std::vector<ApiClient> clients;
     for (int t = 0; t < o->concurrency; ++t) {
@@ -237,7 +237,7 @@ CommandAction SetupLoadtest(CLI::App& app, CommandIo io) {
                          {"max_ms", max(r)}, {"errors_by_code", e}});
       }
       out["kinds"] = kinds;
-      io.out << out.dump(2) << "\n";
+      io.out << JsonText(out, 2) << "\n";
     } else {
       io.out << "server " << clients.front().url() << ", " << threads << " threads (keep-alive)\n";
       TextTable t({"kind", "requests", "errors", "phase s", "req/s", "p50 ms", "p99 ms", "max ms"});

@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "core/table.h"
 #include "plan/planner.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -68,7 +69,7 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
       j["candidates_evaluated"] = r->candidates_evaluated;
       j["search_time_ms"] = r->search_time_ms;
       if (!r->reason.empty()) j["reason"] = r->reason;
-      io.out << j.dump(2) << "\n";
+      io.out << JsonText(j, 2) << "\n";
     } else {
       io.out << model->name << " on " << f->gpus << " x " << topo->gpu->name << " (" << topo->gpus_per_node
              << " per node), global batch " << f->global_batch << ": " << r->candidates_evaluated

@@ -290,3 +290,28 @@ TEST(SimCli, GoodputFlagsRejectBadValues) {
 }
 
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// Invalid UTF-8 reaching JSON output (issue 14): a trace file name with a
+// 0xff byte and a cluster named "z\xff" used to abort with nlohmann's
+// type_error.316; now the byte is replaced and the JSON parses.
+TEST(SimCli, InvalidUtf8InJsonOutputIsReplacedNotFatal) {
+  Out gen = Tessel({"gen-trace", "--seed", "3", "--jobs", "20"});
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  std::string trace = TempFile("bad\xff" "name.csv", gen.out);
+  Out r = Tessel({"simulate", "--trace", trace, "--json", "--no-progress"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["trace"].get<std::string>().find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+  std::string cluster = TempFile("badname.yaml",
+                                 "name: \"z\xff\"\npools:\n  - {name: a, gpu: a100-80g, nodes: 1, gpus_per_node: 8, "
+                                 "intra: nvswitch, network_gbps: 100}\n");
+  Out c = Tessel({"clusters", "--cluster", cluster, "--json"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(c.out));
+}
+
+}  // namespace
+}  // namespace tessel

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hardware/gpu.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -30,7 +31,7 @@ std::string PlanJson(const LaunchSpec& s) {
   j["zero_stage"] = s.plan.zero;
   j["precision"] = PrecisionName(s.plan.precision);
   j["virtual_stages"] = s.plan.virtual_stages;
-  return j.dump();
+  return JsonText(j);
 }
 
 std::map<std::string, std::string> LaunchEnvironment(const LaunchSpec& s) {
@@ -74,7 +75,7 @@ std::string LaunchFileJson(const LaunchSpec& s) {
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
   for (const auto& [k, v] : LaunchEnvironment(s)) env[k] = v;
   j["env"] = env;
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 Result<ExecRequest> ParseLaunchFile(const std::string& text, const std::string& path) {

@@ -13,6 +13,7 @@
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "workload/job_spec.h"
+#include "core/json_text.h"
 
 namespace tessel {
 namespace fs = std::filesystem;
@@ -51,7 +52,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& text) {
 std::string AllocJson(const Allocation& a, const SlurmInventory& inv) {
   nlohmann::ordered_json j = nlohmann::ordered_json::array();
   for (const Placement& p : a.parts) j.push_back({{"node", inv.names[p.node]}, {"gpus", p.gpus}});
-  return j.dump();
+  return JsonText(j);
 }
 
 Result<Allocation> AllocFromJson(const std::string& text, const std::string& gpu_type, const SlurmInventory& inv) {
@@ -62,7 +63,7 @@ Result<Allocation> AllocFromJson(const std::string& text, const std::string& gpu
   if (j.is_discarded() || !j.is_array()) return FailedPrecondition("stored allocation is not a list: " + text);
   for (const auto& part : j) {
     if (!part.is_object() || !part.contains("node") || !part.contains("gpus")) {
-      return FailedPrecondition("stored allocation part is malformed: " + part.dump());
+      return FailedPrecondition("stored allocation part is malformed: " + JsonText(part));
     }
     std::string name = part["node"].get<std::string>();
     auto it = std::find(inv.names.begin(), inv.names.end(), name);

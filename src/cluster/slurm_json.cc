@@ -8,6 +8,7 @@
 
 #include "cluster/hostlist.h"
 #include "core/strings.h"
+#include "core/json_text.h"
 
 namespace tessel {
 namespace {
@@ -45,7 +46,7 @@ Result<json> ParseListing(std::string_view text, std::string_view command, const
           part += it->get<std::string>();
         }
       }
-      parts.push_back(part.empty() ? e.dump() : part);
+      parts.push_back(part.empty() ? JsonText(e) : part);
     }
     return Unavailable(std::string(command) +
                        " reported errors (is slurmctld up?): " + Join(parts, "; "));

@@ -1,4 +1,5 @@
 #include "cluster/store.h"
+#include "core/json_text.h"
 
 #include <sqlite3.h>
 
@@ -432,7 +433,7 @@ Status Store::SetAllocation(int64_t id, const StoredAllocation& allocation, int6
   }
   const bool clear = allocation.gpus == 0;
   const StoredAllocation& a = clear ? StoredAllocation{} : allocation;
-  std::string nodes = nlohmann::json(a.nodes).dump();
+  std::string nodes = JsonText(nlohmann::json(a.nodes));
   std::lock_guard lock(mu_);
   auto st = Prepare(
       "UPDATE jobs SET gpu_type = ?1, gpus = ?2, nodes = ?3, alloc_json = ?4, plan_json = ?5, "

@@ -1,5 +1,6 @@
 #include "core/csv.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,21 @@
 namespace tessel {
 
 Result<std::string> ReadTextFile(const std::string& path) {
+  // Only regular files, of a bounded size: a device (/dev/zero), a FIFO or a
+  // directory given as input is refused before anything is read, instead of
+  // exhausting memory, blocking forever or failing to parse.
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return NotFound("cannot open '" + path + "'");
+  if (st.type() == std::filesystem::file_type::directory)
+    return InvalidArgument("'" + path + "' is a directory; expected a file");
+  if (st.type() != std::filesystem::file_type::regular)
+    return InvalidArgument("'" + path + "' is not a regular file (a device, FIFO or socket); expected a file");
+  uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return NotFound("cannot read '" + path + "': " + ec.message());
+  if (size > kMaxInputFileBytes)
+    return InvalidArgument("'" + path + "' is " + std::to_string(size) + " bytes; input files are limited to " +
+                           std::to_string(kMaxInputFileBytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open '" + path + "'");
   std::ostringstream ss;
@@ -99,7 +115,6 @@ bool CsvTable::HasColumn(std::string_view name) const {
 
 std::string CsvTable::Get(const CsvRow& row, std::string_view column) const {
   auto it = index_.find(std::string(column));
-  assert(it != index_.end() && "CsvTable::Get on a column missing from the header");
   if (it == index_.end() || it->second >= row.fields.size()) return "";
   return Trim(row.fields[it->second]);
 }

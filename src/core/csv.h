@@ -3,6 +3,8 @@
 // report errors as file:line: field.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,7 +31,9 @@ class CsvTable {
   const std::vector<CsvRow>& rows() const { return rows_; }
   bool HasColumn(std::string_view name) const;
 
-  // The raw text of `column` in `row` ("" when the row is short).
+  // The raw text of `column` in `row`: "" when the row is short or the
+  // header has no such column (optional columns, e.g. a native trace's
+  // `app`; required ones are checked against the header by the readers).
   std::string Get(const CsvRow& row, std::string_view column) const;
   // Typed access; errors read "<file>:<line>: <column>: expected ...".
   Result<double> GetDouble(const CsvRow& row, std::string_view column) const;
@@ -46,7 +50,11 @@ class CsvTable {
   std::vector<CsvRow> rows_;
 };
 
-// Reads a whole file; NotFound names the path.
+// The largest input file tessel reads whole (traces, clusters, models,
+// parameters, measurements): 1 GiB.
+inline constexpr uintmax_t kMaxInputFileBytes = uintmax_t{1} << 30;
+// Reads a whole regular file of at most kMaxInputFileBytes; NotFound names
+// a missing path, InvalidArgument a directory, device, FIFO or oversized file.
 Result<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace tessel

@@ -36,3 +36,48 @@ TEST(Csv, UnterminatedQuote) {
 
 }  // namespace
 }  // namespace tessel
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace tessel {
+namespace {
+
+// Only regular files are read as input (issue 14): /dev/zero used to
+// exhaust memory, a FIFO to block forever, a directory to fail parsing.
+TEST(ReadTextFile, RefusesWhatIsNotARegularFile) {
+  auto zero = ReadTextFile("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("not a regular file"), std::string::npos) << zero.status().message();
+  std::string dir = std::filesystem::temp_directory_path().string();
+  auto d = ReadTextFile(dir);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("is a directory"), std::string::npos);
+  std::string fifo = dir + "/tessel_fifo_" + std::to_string(::getpid());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto f = ReadTextFile(fifo);  // must not block
+  std::filesystem::remove(fifo);
+  ASSERT_FALSE(f.ok());
+  auto missing = ReadTextFile(dir + "/no_such_file_here.csv");
+  EXPECT_FALSE(missing.ok());
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// An optional column absent from the header reads as empty, in every build
+// type (issue 14: debug builds aborted on native traces without `app`).
+TEST(Csv, MissingOptionalColumnReadsEmpty) {
+  auto t = CsvTable::Parse("a,b\n1,2\n", "t.csv");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->Get(t->rows()[0], "b"), "2");
+  EXPECT_EQ(t->Get(t->rows()[0], "app"), "");
+}
+
+}  // namespace
+}  // namespace tessel

@@ -141,6 +141,12 @@ Result<NodePool> ParsePool(const YAML::Node& p, const std::string& source, size_
   if (!p["nodes"]) return InvalidArgument(At(source, p, here + ".nodes") + ": required (how many nodes)");
   auto nodes = ReadNumber(p["nodes"], At(source, p["nodes"], here + ".nodes"), true);
   if (!nodes.ok()) return nodes.status();
+  // Checked on the number as written, before it is narrowed to an int
+  // (4294967297 used to read as 1) or sizes anything.
+  if (!(*nodes >= 1 && *nodes <= kMaxClusterNodes)) {
+    return InvalidArgument(At(source, p["nodes"], here + ".nodes") + ": " + FormatDouble(*nodes, 12) +
+                           " is out of range; expected 1 to " + std::to_string(kMaxClusterNodes));
+  }
   pool.nodes = static_cast<int>(*nodes);
   if (p["gpus_per_node"]) {
     auto g = ReadNumber(p["gpus_per_node"], At(source, p["gpus_per_node"], here + ".gpus_per_node"), true);
@@ -206,9 +212,20 @@ Result<ClusterSpec> ParseClusterYaml(const std::string& text, const std::string&
     if (!pools || !pools.IsSequence() || pools.size() == 0) {
       return InvalidArgument(source + ": pools: required, a list of {gpu, nodes, ...}");
     }
+    int64_t total_nodes = 0, total_gpus = 0;
     for (size_t i = 0; i < pools.size(); ++i) {
       auto pool = ParsePool(pools[i], source, i);
       if (!pool.ok()) return pool.status();
+      // Bounded before anything is sized from it (YAML aliases can repeat
+      // one large pool thousands of times in a few kilobytes).
+      total_nodes += pool->nodes;
+      total_gpus += static_cast<int64_t>(pool->nodes) * pool->gpus_per_node;
+      if (total_nodes > kMaxClusterNodes || total_gpus > kMaxClusterGpus) {
+        return InvalidArgument(At(source, pools[i], "pools[" + std::to_string(i) + "]") + ": the cluster reaches " +
+                               std::to_string(total_nodes) + " nodes and " + std::to_string(total_gpus) +
+                               " GPUs; at most " + std::to_string(kMaxClusterNodes) + " nodes and " +
+                               std::to_string(kMaxClusterGpus) + " GPUs are accepted");
+      }
       spec.pools.push_back(std::move(*pool));
     }
     return spec;

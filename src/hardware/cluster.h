@@ -19,6 +19,7 @@
 //       network_gbps: 28.5      # optional, per node
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,11 @@ class Cluster {
   int total_gpus_ = 0;
   int num_racks_ = 1;
 };
+
+// The largest cluster a spec may describe (issue 14: sizes from input are
+// bounded before memory is allocated).
+inline constexpr int kMaxClusterNodes = 100000;
+inline constexpr int64_t kMaxClusterGpus = 1000000;
 
 // Embedded clusters by name: arena-1280, arena-1280-2to1, arena-testbed-32,
 // pollux-64, sia-64, ddl-64, demo.

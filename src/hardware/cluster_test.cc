@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ClusterYamlErrorTest,
     ::testing::Values(
         BadYaml{"UnknownGpu", "name: x\npools:\n  - {gpu: a1000, nodes: 2}\n", "c.yaml:3: pools[0].gpu: unknown gpu 'a1000'"},
-        BadYaml{"NegativeNodes", "name: x\npools:\n  - gpu: a100\n    nodes: -2\n", "c.yaml:4: pools[0].nodes: must be at least 1"},
+        BadYaml{"NegativeNodes", "name: x\npools:\n  - gpu: a100\n    nodes: -2\n", "c.yaml:4: pools[0].nodes: -2 is out of range; expected 1 to 100000"},
         BadYaml{"NotANumber", "name: x\npools:\n  - gpu: a100\n    nodes: many\n",
                 "c.yaml:4: pools[0].nodes: expected a whole number, got 'many'"},
         BadYaml{"UnknownField", "name: x\npools:\n  - {gpu: a100, nodes: 2, gpu_count: 4}\n",
@@ -125,6 +125,29 @@ TEST(ClusterTest, Arena1280VariantInOversubscribedRacks) {
   EXPECT_EQ(racked.num_racks(), (420 + 15) / 16);
   EXPECT_DOUBLE_EQ(racked.spec().rack_oversubscription, 2.0);
   EXPECT_EQ(flat.num_racks(), 1);
+}
+
+}  // namespace
+}  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// Sizes from input are bounded before anything is allocated (issue 14):
+// nodes: 4294967297 used to read as 1, 1e9 nodes printed negative GPUs,
+// and a few kilobytes of YAML aliases to one large pool exhausted memory.
+TEST(ClusterTest, HugeClustersAreRefusedBeforeAllocation) {
+  const std::string pool = "{name: a, gpu: a100-80g, gpus_per_node: 8, intra: nvswitch, network_gbps: 100, nodes: ";
+  for (const char* n : {"4294967297", "1000000000", "100001"}) {
+    auto r = ParseClusterYaml(std::string("name: big\npools:\n  - ") + pool + n + "}\n", "big.yaml");
+    ASSERT_FALSE(r.ok()) << n;
+    EXPECT_NE(r.status().message().find("big.yaml:3: pools[0].nodes"), std::string::npos) << r.status().message();
+  }
+  std::string aliases = "name: many\npools:\n  - &p " + pool + "60000}\n";
+  for (int i = 0; i < 2000; ++i) aliases += "  - *p\n";
+  auto r = ParseClusterYaml(aliases, "many.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("at most 100000 nodes"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

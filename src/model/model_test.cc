@@ -136,3 +136,19 @@ TEST(ModelYaml, LoadsAResnet) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// A key that is not a scalar (issue 14) used to escape as
+// YAML::TypedBadConversion; it is an error about the file now.
+TEST(ModelYaml, NonScalarKeyIsAnErrorNotACrash) {
+  auto r = LoadModelYaml("name: x\n[a, b]: 1\nlayers: 4\n", "m.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("m.yaml:"), std::string::npos) << r.status().message();
+  auto nested = LoadModelYaml("{a: {b: 1}}: 2\n", "n.yaml");
+  EXPECT_FALSE(nested.ok());
+}
+
+}  // namespace
+}  // namespace tessel

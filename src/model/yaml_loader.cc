@@ -148,8 +148,17 @@ Result<ModelSpec> LoadModelYaml(const std::string& text, const std::string& sour
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
-  return LoadModel(root, Where{source, "", source});
+  // Reading values can throw too (a key that is not a scalar, `[a, b]: 1`,
+  // is not a field name): every yaml-cpp error is an error about the file.
+  try {
+    return LoadModel(root, Where{source, "", source});
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) +
+                           ": expected a mapping of field names (scalars) to values: " + e.msg);
+  }
 }
 
 Result<ModelSpec> LoadModelYamlNode(const YAML::Node& node, const std::string& source,

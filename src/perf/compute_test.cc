@@ -52,3 +52,17 @@ TEST(Compute, SmallGemmsAreSlowerPerFlop) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// A number beyond double's range in --params (issue 14) used to escape as
+// nlohmann's out_of_range.406; it is an error naming the file now.
+TEST(ParamsJson, NumberOutOfRangeIsAnError) {
+  auto r = PerfParamsFromJson("{\"gemm_dim_half\": 1e400}", "p.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("p.json"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace tessel

@@ -1,4 +1,5 @@
 #include "perf/params.h"
+#include "core/json_text.h"
 
 #include <cassert>
 
@@ -303,7 +304,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
   j["tp_overlap_fraction"] = p.tp_overlap_fraction;
   j["memory_overhead_gib"] = p.memory_overhead_gib;
   j["iteration_overhead_s"] = p.iteration_overhead_s;
-  return j.dump(2);
+  return JsonText(j, 2);
 }
 
 Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string& source) {
@@ -313,6 +314,9 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     return InvalidArgument(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A number beyond double's range (1e400: out_of_range.406) and the like.
+    return InvalidArgument(source + ": " + e.what() + " (numbers must be finite doubles)");
   }
   if (!j.is_object()) return InvalidArgument(source + ": expected a JSON object of parameters");
   std::string field;

@@ -1,6 +1,7 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <numeric>
 
@@ -14,11 +15,17 @@ Result<SearchMode> ParseSearchMode(std::string_view s) {
 
 namespace {
 
+// Ascending divisors of n (none for n < 1), in O(sqrt n) steps with 64-bit
+// arithmetic: a batch near INT_MAX neither overflows nor takes seconds.
 std::vector<int> Divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
+  std::vector<int> low, high;
+  for (int64_t i = 1; i * i <= n; ++i) {
+    if (n % i != 0) continue;
+    low.push_back(static_cast<int>(i));
+    if (i * i != n) high.push_back(static_cast<int>(n / i));
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 // Higher throughput first; then fewer pipeline stages, smaller t, larger

@@ -141,3 +141,24 @@ TEST(Planner, GridNeedsPp) {
 
 }  // namespace
 }  // namespace tessel
+
+namespace tessel {
+namespace {
+
+// A global batch near INT_MAX (issue 14): divisors are found without
+// overflow (it used to divide by zero) and the search answers.
+TEST(Planner, BatchNearIntMaxDoesNotOverflow) {
+  const ModelSpec& m = **FindModel("gpt3-1.3b");
+  for (int batch : {2147483647, 2147483646, 1000000000}) {
+    PlanRequest req = Make(m, "a100-80g", 8, batch);
+    auto res = SearchPlans(Estimator(), req);
+    ASSERT_TRUE(res.ok()) << batch << ": " << res.status().ToString();
+    for (const Estimate& e : res->plans) {
+      EXPECT_EQ(static_cast<int64_t>(e.plan.dp) * e.plan.micro_batch * e.plan.num_micro_batches, batch);
+      EXPECT_GT(e.iteration_time_s, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessel

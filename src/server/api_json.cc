@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/strings.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -97,7 +98,7 @@ Json ToJson(const NodeInfo& n) {
               {"state", n.state}};
 }
 
-std::string DumpJson(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string DumpJson(const Json& j) { return JsonText(j); }
 
 std::string ErrorJson(std::string_view message) { return DumpJson(Json{{"error", std::string(message)}}); }
 

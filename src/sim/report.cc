@@ -13,6 +13,7 @@
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/table.h"
+#include "core/json_text.h"
 
 namespace tessel {
 namespace {
@@ -110,12 +111,12 @@ const char* kPngTerminal = "set terminal pngcairo size 1000,600 font 'sans,11'\n
 
 }  // namespace
 
-std::string SummaryJson(const Summary& s) { return ToJson(s).dump(2) + "\n"; }
+std::string SummaryJson(const Summary& s) { return JsonText(ToJson(s), 2) + "\n"; }
 
 std::string SummaryListJson(const std::vector<Summary>& list) {
   Json arr = Json::array();
   for (const Summary& s : list) arr.push_back(ToJson(s));
-  return arr.dump(2) + "\n";
+  return JsonText(arr, 2) + "\n";
 }
 
 void RenderSummary(const Summary& s, std::ostream& out) {

@@ -19,6 +19,7 @@
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "model/catalog.h"
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -698,7 +699,7 @@ std::string DaemonJobSpecToJson(const DaemonJobSpec& spec) {
   j["elastic"] = spec.elastic;
   j["priority"] = spec.priority;
   j["env"] = spec.env;
-  return j.dump();
+  return JsonText(j);
 }
 
 Result<DaemonJobSpec> DaemonJobSpecFromJson(std::string_view json) {
