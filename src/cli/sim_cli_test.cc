@@ -185,6 +185,18 @@ TEST_P(SimCliErrorTest, SaysWhatWasWrong) {
   EXPECT_NE(r.err.find(GetParam().error), std::string::npos) << r.err;
 }
 
+// A native trace with one row whose `field` holds `value` (issue 14's
+// out-of-range classes: times past int64 microseconds, work of 1e308,
+// counts past 32 bits).
+std::string NativeRow(const std::string& name, const std::string& submit, const std::string& batch,
+                      const std::string& iterations, const std::string& duration, const std::string& gpus) {
+  return TempFile(name, "job_id,user,submit_s,model,global_batch,iterations,duration_s,requested_gpus,gpu_type,"
+                        "deadline_s,priority,min_gpus,max_gpus,adaptive_batch\n"
+                        "j1,,0,gpt3-125m,8,100,,1,,,0,1,1,false\n"
+                        "j2,," + submit + ",gpt3-125m," + batch + "," + iterations + "," + duration + "," + gpus +
+                        ",,,0,1,1,false\n");
+}
+
 std::string BadTrace() {
   return TempFile("bad_trace.csv",
                   "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
@@ -216,6 +228,25 @@ INSTANTIATE_TEST_SUITE_P(
                  "--placement: placement lwf-kappa: kappa must be an integer >= 1"},
         BadInput{"FirstFitTakesNoOptions", {"simulate", "--placement", "first-fit:kappa=2"}, 2,
                  "--placement: placement first-fit takes no options"},
+        BadInput{"SubmitPastInt64Micros", {"simulate", "--trace", NativeRow("t1.csv", "9.3e12", "8", "100", "", "1")},
+                 2, "t1.csv:3: submit_s: expected a number of seconds from 0 to"},
+        BadInput{"WorkOf1e308Iterations", {"simulate", "--trace", NativeRow("t2.csv", "5", "8", "1e308", "", "1")}, 2,
+                 "t2.csv:3: iterations: 1e308 is beyond the largest amount of work"},
+        BadInput{"DurationOf1e308", {"simulate", "--trace", NativeRow("t3.csv", "5", "8", "", "1e308", "1")}, 2,
+                 "t3.csv:3: duration_s: 1e308 s is beyond the largest time"},
+        BadInput{"GpusPast32Bits", {"simulate", "--trace", NativeRow("t4.csv", "5", "8", "100", "", "4294967297")}, 2,
+                 "t4.csv:3: requested_gpus"},
+        BadInput{"BatchPast32Bits", {"simulate", "--trace", NativeRow("t5.csv", "5", "4294967552", "100", "", "1")}, 2,
+                 "t5.csv:3: global_batch"},
+        BadInput{"ArenaBatchPast32Bits",
+                 {"simulate", "--trace",
+                  TempFile("arena_big.csv",
+                           "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+                           "a,0,100,bert__760M,0,4294967552,4,a100\n")},
+                 2, "arena_big.csv:2: batch_size"},
+        BadInput{"HorizonPastInt64Micros", {"simulate", "--horizon", "1e308"}, 2, "--horizon: 1e308 is too long"},
+        BadInput{"TimeScalePastInt64Micros", {"simulate", "--trace", NativeRow("t6.csv", "5", "8", "100", "", "1"),
+                                              "--time-scale", "1e308"}, 2, "--time-scale 1e+308"},
         BadInput{"ReferenceGpuNotInCluster", {"simulate", "--reference-gpu", "h100", "--cluster", "pollux-64"}, 2,
                  "--reference-gpu h100: not in the cluster; it has t4"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -8,6 +8,8 @@
 namespace tessel {
 
 SimTime SecondsCeil(double s) {
+  if (!(s < kMaxSimSeconds)) return kNever;
+  if (s <= -kMaxSimSeconds) return -kNever;
   return static_cast<SimTime>(std::ceil(s * kMicrosPerSecond - 1e-6));
 }
 
@@ -27,6 +29,10 @@ Result<SimTime> ParseDuration(std::string_view text, std::string_view what) {
   if (!v.ok() || *v < 0) {
     return InvalidArgument(std::string(what) + ": expected a duration like 300, 300s, 5m, 12h or 7d, got '" +
                            std::string(text) + "'");
+  }
+  // Durations are bounded well inside what integer microseconds hold.
+  if (!(*v * unit <= kMaxDurationSeconds)) {
+    return InvalidArgument(std::string(what) + ": " + std::string(text) + " is too long; at most 1e10 s (about 300 years)");
   }
   return Seconds(*v * unit);
 }

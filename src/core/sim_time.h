@@ -16,16 +16,26 @@ using SimTime = int64_t;  // microseconds
 inline constexpr SimTime kMicrosPerSecond = 1'000'000;
 inline constexpr SimTime kNever = INT64_MAX;
 
+// The largest magnitude in seconds a SimTime holds (about 292,000 years);
+// conversions saturate beyond it (to kNever, or -kNever below), so no
+// input can wrap a time negative (issue 14). NaN reads as kNever.
+inline constexpr double kMaxSimSeconds = 9.2e12;
 inline constexpr SimTime Seconds(double s) {
+  if (!(s < kMaxSimSeconds)) return kNever;
+  if (s <= -kMaxSimSeconds) return -kNever;
   return static_cast<SimTime>(s * kMicrosPerSecond + (s >= 0 ? 0.5 : -0.5));
 }
 inline constexpr double ToSeconds(SimTime t) {
   return static_cast<double>(t) / kMicrosPerSecond;
 }
-// Rounds up, so a job never finishes before its work is done.
+// Rounds up, so a job never finishes before its work is done; saturates
+// as Seconds.
 SimTime SecondsCeil(double s);
 
-// "300", "300s", "5m", "12h", "7d", "1.5h" -> microseconds. `what` names the
+// The longest duration ParseDuration accepts, seconds.
+inline constexpr double kMaxDurationSeconds = 1e10;
+// "300", "300s", "5m", "12h", "7d", "1.5h" -> microseconds (at most
+// kMaxDurationSeconds). `what` names the
 // field in errors.
 Result<SimTime> ParseDuration(std::string_view text, std::string_view what);
 // 93784 s -> "1d 02:03:04"; under a day "02:03:04".

@@ -65,6 +65,7 @@ Status ImportAlibaba(const ImportFile& in, Workload& out) {
     }
     double start = *scheduled ? **scheduled : *created;
     double duration = **deleted - start;
+    if (Status s = CheckTraceSeconds(t, row, "deletion_time", **deleted); !s.ok()) return s;
     if (duration <= 0) {
       skipped.Add("a duration <= 0", Origin(t, row));
       continue;

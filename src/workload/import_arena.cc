@@ -32,8 +32,8 @@ Status ImportArena(const ImportFile& in, Workload& out) {
     j.submit = Seconds(*submit);
 
     auto iters = t.GetDouble(row, "num_iteration");
-    if (!iters.ok() || *iters <= 0) {
-      return InvalidArgument(t.Where(row, "num_iteration") + ": expected a number > 0, got '" +
+    if (!iters.ok() || !(*iters > 0 && *iters <= kMaxIterations)) {
+      return InvalidArgument(t.Where(row, "num_iteration") + ": expected a number > 0 and at most 1e15, got '" +
                              t.Get(row, "num_iteration") + "'");
     }
     if (in.opts.arena_iteration_divisor < 1) {

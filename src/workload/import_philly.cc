@@ -72,6 +72,7 @@ Status ImportPhilly(const ImportFile& in, Workload& out) {
     if (!submit.ok()) return submit.status();
     auto duration = GetNumber(t, row, "duration");
     if (!duration.ok()) return duration.status();
+    if (Status s = CheckTraceSeconds(t, row, "duration", *duration); !s.ok()) return s;
     auto gpus = GetCount(t, row, "num_gpus");
     if (!gpus.ok()) return gpus.status();
     if (*gpus == 0) {

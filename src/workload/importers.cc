@@ -1,5 +1,6 @@
 #include "workload/importers.h"
 
+#include <climits>
 #include <cmath>
 
 #include "core/strings.h"
@@ -44,8 +45,10 @@ std::string Origin(const CsvTable& t, const CsvRow& row) {
 Result<long long> GetCount(const CsvTable& t, const CsvRow& row, std::string_view column) {
   std::string s = t.Get(row, column);
   auto v = ParseInt(s, t.Where(row, column));
-  if (!v.ok() || *v < 0) {
-    return InvalidArgument(t.Where(row, column) + ": expected an integer >= 0, got '" + s + "'");
+  // Counts become ints (GPUs, batch): 4294967297 must not read as 1.
+  if (!v.ok() || *v < 0 || *v > INT32_MAX) {
+    return InvalidArgument(t.Where(row, column) + ": expected an integer from 0 to " + std::to_string(INT32_MAX) +
+                           ", got '" + s + "'");
   }
   return *v;
 }
@@ -53,10 +56,17 @@ Result<long long> GetCount(const CsvTable& t, const CsvRow& row, std::string_vie
 Result<double> GetNonNegative(const CsvTable& t, const CsvRow& row, std::string_view column) {
   std::string s = t.Get(row, column);
   auto v = ParseDouble(s, t.Where(row, column));
-  if (!v.ok() || *v < 0) {
-    return InvalidArgument(t.Where(row, column) + ": expected a number >= 0, got '" + s + "'");
+  if (!v.ok() || !(*v >= 0 && *v <= kMaxTraceSeconds)) {
+    return InvalidArgument(t.Where(row, column) + ": expected a number of seconds from 0 to " +
+                           FormatDouble(kMaxTraceSeconds, 3) + ", got '" + s + "'");
   }
   return *v;
+}
+
+Status CheckTraceSeconds(const CsvTable& t, const CsvRow& row, std::string_view column, double v) {
+  if (std::isfinite(v) && v <= kMaxTraceSeconds) return Status::Ok();
+  return InvalidArgument(t.Where(row, column) + ": " + t.Get(row, column) + " s is beyond the largest time a trace "
+                         "may give (" + FormatDouble(kMaxTraceSeconds, 3) + " s, about 300 years)");
 }
 
 Result<double> GetNumber(const CsvTable& t, const CsvRow& row, std::string_view column) {

@@ -130,6 +130,13 @@ Status ImportTessel(const ImportFile& in, Workload& out) {
     if (!iters.ok()) return iters.status();
     auto duration = GetOptionalPositive(t, row, "duration_s");
     if (!duration.ok()) return duration.status();
+    if (*iters && **iters > kMaxIterations) {
+      return InvalidArgument(t.Where(row, "iterations") + ": " + t.Get(row, "iterations") +
+                             " is beyond the largest amount of work a trace may give (1e15 iterations)");
+    }
+    if (*duration) {
+      if (Status s = CheckTraceSeconds(t, row, "duration_s", **duration); !s.ok()) return s;
+    }
     if (iters->has_value() == duration->has_value()) {
       return InvalidArgument(t.Where(row, "iterations") +
                              ": expected exactly one of iterations and duration_s");

@@ -196,7 +196,12 @@ Result<Workload> LoadTraces(const std::vector<std::string>& paths, TraceFormat f
   if (opts.time_scale != 1.0) {
     for (JobSpec& j : out.jobs) {
       SimTime slack = j.deadline ? *j.deadline - j.submit : 0;
-      j.submit = static_cast<SimTime>(std::llround(static_cast<double>(j.submit) * opts.time_scale));
+      double scaled = ToSeconds(j.submit) * opts.time_scale;
+      if (!(scaled <= 1e10)) {
+        return InvalidArgument("--time-scale " + FormatDouble(opts.time_scale) + ": job " + j.id + " would arrive at " +
+                               FormatDouble(scaled) + " s, beyond the largest time a trace may give (1e10 s)");
+      }
+      j.submit = Seconds(scaled);
       if (j.deadline) *j.deadline = j.submit + slack;
     }
     out.notes.push_back("submit times scaled by " + FormatDouble(opts.time_scale));
