@@ -11,7 +11,8 @@ namespace tessel {
 CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
   auto opts = std::make_shared<GenTraceOptions>();
   auto out = std::make_shared<std::string>();
-  app.add_option("--seed", opts->seed, "Seed (default 1); the same seed gives the same file byte for byte");
+  app.add_option("--seed", opts->seed, "Seed (default 1); the same seed gives the same file byte for byte")
+      ->check(CLI::NonNegativeNumber);
   CLI::Option* jobs = app.add_option("--jobs", opts->jobs, "Number of jobs (default 200; 160 for ddl)");
   app.add_option("--profile", opts->profile,
                  "Size/duration mix: philly (default) or itp; or ddl, the job set of Wang et al. (ICDCS 2020)");

@@ -208,12 +208,15 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
                "per file and policy, the mean over files and each policy's mean against the best other's");
   app.footer(kSimFooter);
   return [io, flags, policies, each] {
-    if (*each) {
-      std::vector<std::string> specs;
-      for (const std::string& raw : Split(*policies, ','))
-        if (!Trim(raw).empty()) specs.push_back(Trim(raw));
-      return CompareEach(io, *flags, specs);
+    std::vector<std::string> specs;
+    for (const std::string& raw : Split(*policies, ','))
+      if (!Trim(raw).empty()) specs.push_back(Trim(raw));
+    if (specs.empty()) {
+      io.err << "error: --policies: expected a comma-separated list of policy specs (see `tessel policies`), got '"
+             << *policies << "'\n";
+      return 2;
     }
+    if (*each) return CompareEach(io, *flags, specs);
     auto setup = ResolveSim(*flags);
     if (!setup.ok()) {
       io.err << "error: " << setup.status().message() << "\n";
@@ -222,9 +225,7 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
     ShowNotes(*setup, io.err);
     std::vector<SimResult> runs;
     std::vector<Summary> summaries;
-    for (const std::string& raw : Split(*policies, ',')) {
-      std::string spec = Trim(raw);
-      if (spec.empty()) continue;
+    for (const std::string& spec : specs) {
       SimFlags per = *flags;
       if (!per.event_log.empty()) per.event_log += "." + spec;
       auto result = RunPolicy(*setup, per, spec, io.err);

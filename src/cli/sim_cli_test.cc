@@ -80,7 +80,7 @@ TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
     Out r = Tessel({"simulate", "--policy", "fcfs:backfill=easy", "--seed", "5", "--out", base + d, "--no-progress"});
     ASSERT_EQ(r.code, 0) << r.err;
   }
-  for (const char* f : {"jobs.csv", "timeline.csv"}) {
+  for (const char* f : {"jobs.csv", "timeline.csv", "summary.json"}) {
     std::ifstream a(base + "/a/" + f), b(base + "/b/" + f);
     std::stringstream sa, sb;
     sa << a.rdbuf();
@@ -244,6 +244,11 @@ INSTANTIATE_TEST_SUITE_P(
                            "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
                            "a,0,100,bert__760M,0,4294967552,4,a100\n")},
                  2, "arena_big.csv:2: batch_size"},
+        BadInput{"EmptyPolicyList", {"compare", "--policies", " , "}, 2, "--policies: expected a comma-separated list"},
+        BadInput{"NegativeSeed", {"simulate", "--seed", "-1"}, 2, "--seed"},
+        BadInput{"NegativeSeedGenTrace", {"gen-trace", "--seed", "-1"}, 2, "--seed"},
+        BadInput{"GenTraceTooManyJobs", {"gen-trace", "--jobs", "1000000000"}, 2, "jobs: expected an integer from 0 to"},
+        BadInput{"GenTraceRateTooSmall", {"gen-trace", "--rate", "1e-300"}, 2, "beyond the largest time a trace may give"},
         BadInput{"HorizonPastInt64Micros", {"simulate", "--horizon", "1e308"}, 2, "--horizon: 1e308 is too long"},
         BadInput{"TimeScalePastInt64Micros", {"simulate", "--trace", NativeRow("t6.csv", "5", "8", "100", "", "1"),
                                               "--time-scale", "1e308"}, 2, "--time-scale 1e+308"},

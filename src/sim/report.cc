@@ -20,7 +20,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json ToJson(const Summary& s) {
+Json ToJson(const Summary& s, bool wall_time = true) {
   Json j;
   j["policy"] = s.policy;
   j["cluster"] = s.cluster;
@@ -52,7 +52,7 @@ Json ToJson(const Summary& s) {
   j["decisions"] = s.decisions;
   j["events"] = s.events;
   j["truth_fallbacks"] = s.truth_fallbacks;
-  j["sim_wall_time_s"] = s.sim_wall_time_s;
+  if (wall_time) j["sim_wall_time_s"] = s.sim_wall_time_s;
   return j;
 }
 
@@ -111,11 +111,11 @@ const char* kPngTerminal = "set terminal pngcairo size 1000,600 font 'sans,11'\n
 
 }  // namespace
 
-std::string SummaryJson(const Summary& s) { return JsonText(ToJson(s), 2) + "\n"; }
+std::string SummaryJson(const Summary& s, bool wall_time) { return JsonText(ToJson(s, wall_time), 2) + "\n"; }
 
-std::string SummaryListJson(const std::vector<Summary>& list) {
+std::string SummaryListJson(const std::vector<Summary>& list, bool wall_time) {
   Json arr = Json::array();
-  for (const Summary& s : list) arr.push_back(ToJson(s));
+  for (const Summary& s : list) arr.push_back(ToJson(s, wall_time));
   return JsonText(arr, 2) + "\n";
 }
 
@@ -237,7 +237,7 @@ Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::st
   std::filesystem::create_directories(dir, ec);
   if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
   auto p = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  TESSEL_RETURN_IF_ERROR(WriteFile(p("summary.json"), SummaryJson(r.summary)));
+  TESSEL_RETURN_IF_ERROR(WriteFile(p("summary.json"), SummaryJson(r.summary, /*wall_time=*/false)));
   TESSEL_RETURN_IF_ERROR(WriteJobsCsv(r, cluster, p("jobs.csv")));
   TESSEL_RETURN_IF_ERROR(WriteTimelineCsv(r, p("timeline.csv")));
   TESSEL_RETURN_IF_ERROR(WriteFile(p("jct_cdf.dat"), JctCdfData(r.jobs)));
@@ -291,7 +291,7 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
              << Num(r.summary.p99_jct_s / 3600) << ' ' << Num(r.summary.avg_queueing_s / 3600) << '\n';
   }
   cdf << "\n";
-  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "summary.json").string(), SummaryListJson(summaries)));
+  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "summary.json").string(), SummaryListJson(summaries, /*wall_time=*/false)));
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.dat").string(), bar_data.str()));
   bars << "unset logscale x\nset yrange [0:*]\nset xlabel ''\nset key top left\n"
        << "set output 'compare_bars.png'\nset title 'Average and p99 JCT, average queueing'\n"

@@ -12,10 +12,12 @@
 
 namespace tessel {
 
-// The summary as one JSON object (keys in a fixed order).
-std::string SummaryJson(const Summary& s);
+// The summary as one JSON object (keys in a fixed order). `wall_time`:
+// include sim_wall_time_s (the terminal's --json does; files under --out
+// do not, so two identical runs write identical files).
+std::string SummaryJson(const Summary& s, bool wall_time = true);
 // A JSON list of summaries (for `compare --json`).
-std::string SummaryListJson(const std::vector<Summary>& list);
+std::string SummaryListJson(const std::vector<Summary>& list, bool wall_time = true);
 
 // The readable summary printed by `tessel simulate`.
 void RenderSummary(const Summary& s, std::ostream& out);

@@ -200,8 +200,10 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
     return InvalidArgument(UnknownNameMessage("trace profile", opts.profile,
                                               GenTraceProfileNames()));
   }
-  if (opts.jobs < 0) {
-    return InvalidArgument("jobs: expected an integer >= 0, got " + std::to_string(opts.jobs));
+  if (opts.jobs < 0 || opts.jobs > kMaxGeneratedJobs) {
+    // Bounded before anything is allocated (a billion jobs took 16 GB).
+    return InvalidArgument("jobs: expected an integer from 0 to " + std::to_string(kMaxGeneratedJobs) + ", got " +
+                           std::to_string(opts.jobs));
   }
   if (!(opts.arrival_rate_per_hour >= 0) || !std::isfinite(opts.arrival_rate_per_hour)) {
     return InvalidArgument("arrival rate: expected jobs per hour > 0 (or 0 for the profile's), got " +
@@ -235,6 +237,12 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
   for (int i = 0; i < opts.jobs; ++i) {
     // Draw order per job is fixed: arrival, class, duration, type.
     if (i > 0) t += Exponential(rng, 3600.0 / rate);
+    if (!(t <= 1e10)) {
+      // A tiny rate (1e-300 per hour) would push arrivals past any
+      // representable time; refuse rather than write a wrapped submit.
+      return InvalidArgument("arrival rate " + FormatDouble(rate) + " per hour puts job " + std::to_string(i) +
+                             " at " + FormatDouble(t) + " s, beyond the largest time a trace may give (1e10 s)");
+    }
     double pick = Uniform(rng) * static_cast<double>(total_weight);
     const GpuClass* cls = &profile->classes.back();
     for (const GpuClass& c : profile->classes) {

@@ -58,6 +58,9 @@
 
 namespace tessel {
 
+// The most jobs gen-trace writes (sizes are bounded before allocation).
+inline constexpr int kMaxGeneratedJobs = 10000000;
+
 struct GenTraceOptions {
   uint64_t seed = 1;
   int jobs = 200;                   // >= 0 (the CLI's default: GenTraceDefaultJobs)

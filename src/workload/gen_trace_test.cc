@@ -165,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadOption{"profile", With([](auto& o) { o.profile = "helios"; }),
                   "unknown trace profile 'helios'; known: philly, itp, ddl"},
         BadOption{"jobs", With([](auto& o) { o.jobs = -1; }),
-                  "jobs: expected an integer >= 0, got -1"},
+                  "jobs: expected an integer from 0 to 10000000, got -1"},
         BadOption{"rate", With([](auto& o) { o.arrival_rate_per_hour = -2; }),
                   "arrival rate: expected jobs per hour > 0 (or 0 for the profile's), got -2"},
         BadOption{"duration_scale", With([](auto& o) { o.duration_scale = 0; }),
