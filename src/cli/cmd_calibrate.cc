@@ -59,7 +59,9 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
       "snippet that src/perf/params.cc embeds as the defaults.");
   app.add_option("--data", f->data, "Shared data folder (default $TESSEL_DATA or ../shared/data)");
   app.add_option("--out", f->out, "Write the fitted parameters as JSON to this file");
-  app.add_option("--iterations", f->iterations, "Fixed-point iterations of the efficiency fit")->default_str("6");
+  app.add_option("--iterations", f->iterations, "Fixed-point iterations of the efficiency fit (1 to 100)")
+      ->default_str("6")
+      ->check(CLI::Range(1, 100));
   app.add_flag("--cpp", f->cpp, "Print the C++ snippet for src/perf/params.cc");
   return [io, f]() -> int {
     std::string data = DataDir(f->data);

@@ -30,7 +30,7 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--horizon", horizon, "Stop at this simulated time (e.g. 7d, 36h); unfinished jobs are reported");
   app.add_option("--round", round,
                  "Scheduling round length (default 300 s; 60 s, the Pollux and Sia artifacts', for workloads played "
-                 "from application profiles)");
+                 "from application profiles; at least 1 s)");
   app.add_option("--truth", truth,
                  "What jobs really run at: estimator (default) or arena-db (Arena's measured prof_database, "
                  "estimator where it has no entry). Jobs of Pollux/Sia workloads are played from their "
@@ -60,7 +60,9 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--arena-iteration-divisor", arena_iteration_divisor,
                  "Arena traces: divide num_iteration by this, as the Arena artifact's simulator does (default 5; 1 "
                  "keeps the trace's numbers)");
-  app.add_option("--node-mtbf-h", node_mtbf_h, "Mean time between failures per node, hours (default 0: none)");
+  app.add_option("--node-mtbf-h", node_mtbf_h,
+                 "Mean time between failures per node, hours (default 0: none; the cluster's, MTBF / nodes, must be "
+                 "at least 60 s)");
   app.add_option("--repair-h", repair_h, "Hours until a failed node returns (default 1)");
   app.add_option("--checkpoint-interval", checkpoint_interval_s,
                  "Seconds between a running job's checkpoints (failures lose progress since the last; default 1800)");
@@ -135,7 +137,9 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   c.scaling_rule = *rule;
   auto round = ParseDuration(f.round.empty() ? (app_defaults ? "60" : "300") : f.round, "--round");
   if (!round.ok()) return round.status();
-  if (*round <= 0) return InvalidArgument("--round: must be positive");
+  // A round shorter than a second lets a round-based policy re-plan (and
+  // restart jobs) before anything progresses: refused, not looped on.
+  if (*round < Seconds(1)) return InvalidArgument("--round: must be at least 1 s, got " + f.round);
   c.round = *round;
   if (!f.horizon.empty()) {
     auto h = ParseDuration(f.horizon, "--horizon");
@@ -157,6 +161,16 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (!std::isfinite(f.contention_overhead) || f.contention_overhead < 0 || f.contention_overhead > 100)
     return InvalidArgument("--contention-overhead: expected a finite number from 0 to 100");
   c.network.contention_overhead = f.contention_overhead;
+  // Failures must come slower than a job can restart, or nothing
+  // progresses: the cluster's mean time between failures (per-node MTBF /
+  // nodes) must be at least a minute.
+  if (f.node_mtbf_h > 0 && f.node_mtbf_h * 3600 / static_cast<double>(setup.cluster.nodes().size()) < 60) {
+    return InvalidArgument("--node-mtbf-h " + FormatDouble(f.node_mtbf_h) + ": with " +
+                           std::to_string(setup.cluster.nodes().size()) +
+                           " nodes a node fails every " +
+                           FormatDouble(f.node_mtbf_h * 3600 / static_cast<double>(setup.cluster.nodes().size())) +
+                           " s; at least 60 s between failures (per-node MTBF >= 60 s x nodes) is accepted");
+  }
   c.failures.node_mtbf_s = f.node_mtbf_h * 3600;
   c.failures.repair_s = f.repair_h * 3600;
   c.failures.checkpoint_interval_s = f.checkpoint_interval_s;
