@@ -1,11 +1,13 @@
 #include "cli/common.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 
 #include "core/csv.h"
+#include "core/strings.h"
 
 namespace tessel {
 
@@ -26,9 +28,16 @@ void ModelFlags::Add(CLI::App& app, bool required) {
 
 Result<ModelSpec> ModelFlags::Resolve() const {
   ShapeFlags f;
-  auto set = [](int v, std::optional<int>* out, const char* flag) -> Status {
-    if (v < 0) return InvalidArgument(std::string(flag) + ": expected a positive integer, got " + std::to_string(v));
-    if (v > 0) *out = v;
+  // Up to 2^24: beyond any published shape, far from int overflow in the
+  // shape arithmetic.
+  constexpr int kMaxShape = 1 << 24;
+  auto set = [](const std::optional<int>& v, std::optional<int>* out, const char* flag) -> Status {
+    if (!v) return Status::Ok();
+    if (*v < 1 || *v > kMaxShape) {
+      return InvalidArgument(std::string(flag) + ": expected an integer from 1 to " + std::to_string(kMaxShape) +
+                             ", got " + std::to_string(*v));
+    }
+    *out = *v;
     return Status::Ok();
   };
   TESSEL_RETURN_IF_ERROR(set(layers, &f.layers, "--layers"));
@@ -54,7 +63,14 @@ void TopologyFlags::Add(CLI::App& app) {
 Result<Topology> TopologyFlags::Resolve() const {
   auto g = FindGpu(gpu);
   if (!g.ok()) return InvalidArgument("--gpu: " + g.status().message());
-  return MakeTopology(**g, gpus_per_node, network_gbps);
+  if (gpus_per_node && (*gpus_per_node < 1 || *gpus_per_node > 64)) {
+    return InvalidArgument("--gpus-per-node: expected an integer from 1 to 64, got " + std::to_string(*gpus_per_node));
+  }
+  if (network_gbps && !(std::isfinite(*network_gbps) && *network_gbps > 0 && *network_gbps <= 1e6)) {
+    return InvalidArgument("--network-gbps: expected a number of Gb/s above 0 and at most 1e6, got " +
+                           FormatDouble(*network_gbps));
+  }
+  return MakeTopology(**g, gpus_per_node.value_or(0), network_gbps.value_or(0));
 }
 
 void ParamsFlag::Add(CLI::App& app) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -17,18 +18,20 @@ class App;
 
 namespace tessel {
 
+// Shape and topology flags are optional: absent means the model's or the
+// node type's value; a value given is range-checked (0, negative, NaN or
+// absurdly large values are errors, never a silent fall-back to a default).
 struct ModelFlags {
   std::string model;
-  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0, seq_len = 0,
-      experts = 0, top_k = 0;
+  std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k;
   void Add(CLI::App& app, bool required = true);
   Result<ModelSpec> Resolve() const;
 };
 
 struct TopologyFlags {
   std::string gpu;
-  int gpus_per_node = 0;
-  double network_gbps = 0;
+  std::optional<int> gpus_per_node;
+  std::optional<double> network_gbps;
   void Add(CLI::App& app);
   Result<Topology> Resolve() const;
 };

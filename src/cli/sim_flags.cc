@@ -55,7 +55,8 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--reference-gpu", reference_gpu,
                  "GPU type a trace's durations were measured on when it names none (default: the cluster's "
                  "most numerous type)");
-  app.add_option("--limit", limit, "Simulate only the first N jobs of the trace");
+  app.add_option("--limit", limit, "Simulate only the first N jobs of the trace (1 to 1e9)")
+      ->check(CLI::Range(1, 1000000000));
   app.add_option("--time-scale", time_scale, "Multiply arrival times (< 1: denser arrivals)");
   app.add_option("--arena-iteration-divisor", arena_iteration_divisor,
                  "Arena traces: divide num_iteration by this, as the Arena artifact's simulator does (default 5; 1 "
