@@ -5,13 +5,13 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "core/table.h"
 #include "hardware/node.h"
 #include "model/catalog.h"
 #include "model/flops.h"
 #include "model/profiled_model.h"
-#include "core/json_text.h"
 
 namespace tessel {
 

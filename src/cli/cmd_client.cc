@@ -19,9 +19,9 @@
 
 #include "cli/client_flags.h"
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "core/table.h"
-#include "core/json_text.h"
 
 namespace tessel {
 

@@ -4,11 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "core/table.h"
 #include "hardware/cluster.h"
 #include "policy/policy.h"
-#include "core/json_text.h"
 
 namespace tessel {
 

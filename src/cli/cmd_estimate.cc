@@ -5,9 +5,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/json_out.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "perf/estimator.h"
-#include "core/json_text.h"
 
 namespace tessel {
 

@@ -5,10 +5,10 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/json_out.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "core/table.h"
 #include "plan/planner.h"
-#include "core/json_text.h"
 
 namespace tessel {
 

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hardware/gpu.h"
 #include "core/json_text.h"
+#include "hardware/gpu.h"
 
 namespace tessel {
 

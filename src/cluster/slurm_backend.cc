@@ -10,10 +10,10 @@
 
 #include "cluster/launch.h"
 #include "cluster/metrics_file.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "workload/job_spec.h"
-#include "core/json_text.h"
 
 namespace tessel {
 namespace fs = std::filesystem;

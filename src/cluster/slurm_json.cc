@@ -7,8 +7,8 @@
 #include <string>
 
 #include "cluster/hostlist.h"
-#include "core/strings.h"
 #include "core/json_text.h"
+#include "core/strings.h"
 
 namespace tessel {
 namespace {

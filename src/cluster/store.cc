@@ -1,5 +1,4 @@
 #include "cluster/store.h"
-#include "core/json_text.h"
 
 #include <sqlite3.h>
 
@@ -8,6 +7,8 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_text.h"
 
 namespace tessel {
 

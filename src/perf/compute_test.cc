@@ -64,5 +64,16 @@ TEST(ParamsJson, NumberOutOfRangeIsAnError) {
   EXPECT_NE(r.status().message().find("p.json"), std::string::npos) << r.status().message();
 }
 
+// Values that would print negative or infinite times are refused (issue 14).
+TEST(ParamsJson, OutOfRangeValuesAreRefused) {
+  for (const char* text : {R"({"links": {"network": {"efficiency": 0, "step_latency_us": 5}}})",
+                           R"({"links": {"pcie": {"efficiency": 0.8, "step_latency_us": -5}}})",
+                           R"({"iteration_overhead_s": -1})", R"({"memory_overhead_gib": -3})"}) {
+    EXPECT_FALSE(PerfParamsFromJson(text, "p.json").ok()) << text;
+  }
+  // The embedded parameters round-trip.
+  EXPECT_TRUE(PerfParamsFromJson(PerfParamsToJson(DefaultPerfParams()), "default.json").ok());
+}
+
 }  // namespace
 }  // namespace tessel

@@ -1,9 +1,11 @@
 #include "perf/params.h"
-#include "core/json_text.h"
 
 #include <cassert>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_text.h"
 
 namespace tessel {
 
@@ -432,11 +434,35 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(source + ": field '" + field + "': " + e.what());
   }
-  if (p.memory_overhead_gib < 0 || p.iteration_overhead_s < 0 ||
-      p.kernel_overhead_s < 0 || !(p.gemm_dim_half >= 0) || p.dp_overlap_fraction < 0 || p.dp_overlap_fraction > 1 ||
-      p.tp_overlap_fraction < 0 || p.tp_overlap_fraction > 1)
-    return InvalidArgument(source + ": memory_overhead_gib, iteration_overhead_s, kernel_overhead_s and gemm_dim_half "
-                                    "must be >= 0; dp_overlap_fraction and tp_overlap_fraction in [0, 1]");
+  // Every number in range (NaN fails every comparison here): a negative
+  // overhead, a zero link efficiency or a negative memory figure would
+  // print negative or infinite iteration times as results.
+  auto in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
+  if (!in(p.memory_overhead_gib, 0, 1e4) || !in(p.iteration_overhead_s, 0, 1e4) || !in(p.kernel_overhead_s, 0, 1) ||
+      !in(p.gemm_dim_half, 0, 1e9) || !in(p.dp_overlap_fraction, 0, 1) || !in(p.tp_overlap_fraction, 0, 1))
+    return InvalidArgument(source + ": memory_overhead_gib (0 to 1e4), iteration_overhead_s (0 to 1e4 s), "
+                                    "kernel_overhead_s (0 to 1 s) and gemm_dim_half (0 to 1e9) must be finite and in "
+                                    "range; dp_overlap_fraction and tp_overlap_fraction in [0, 1]");
+  for (const auto& [name, link] : {std::pair<const char*, const LinkFit*>{"pcie", &p.pcie},
+                                   {"nvlink-bridge", &p.nvlink_bridge},
+                                   {"nvlink-mesh", &p.nvlink_mesh},
+                                   {"nvswitch", &p.nvswitch},
+                                   {"network", &p.network}}) {
+    if (!(link->efficiency > 0 && link->efficiency <= 1) || !in(link->step_latency_us, 0, 1e6)) {
+      return InvalidArgument(source + ": links." + name + ": efficiency must be in (0, 1] and step_latency_us in [0, 1e6]");
+    }
+  }
+  for (const FrameworkProfile& f : p.frameworks) {
+    if (!in(f.launch_us, 0, 1e6) || !in(f.layer_overhead_us, 0, 1e6) || !(f.kernel_efficiency > 0 && f.kernel_efficiency <= 2) ||
+        !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
+        f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
+        f.moe_dense_dispatch_group < 0) {
+      return InvalidArgument(source + ": frameworks: " + f.name +
+                             ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
+                             "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
+                             "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0");
+    }
+  }
   return p;
 }
 

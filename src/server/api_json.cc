@@ -3,8 +3,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "core/strings.h"
 #include "core/json_text.h"
+#include "core/strings.h"
 
 namespace tessel {
 

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_text.h"
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/table.h"
-#include "core/json_text.h"
 
 namespace tessel {
 namespace {

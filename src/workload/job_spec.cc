@@ -16,10 +16,10 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "model/catalog.h"
-#include "core/json_text.h"
 
 namespace tessel {
 
