@@ -14,11 +14,16 @@ namespace tessel::testing {
 
 // A temporary directory private to this test process. CTest runs tests in
 // parallel processes that share ::testing::TempDir(), so fixed file names
-// there would race; every test writes here instead.
+// there would race; every test writes here instead. A directory left by an
+// earlier process with the same pid is stale (pids are reused over
+// thousands of test processes): it is emptied first, so no test reads
+// another run's files.
 inline std::string ProcessTempDir() {
   static const std::string dir = [] {
     std::string base = std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
     std::string d = base + "/tessel-test-" + std::to_string(::getpid());
+    std::error_code ec;
+    std::filesystem::remove_all(d, ec);
     std::filesystem::create_directories(d);
     return d;
   }();
