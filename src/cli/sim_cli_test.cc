@@ -340,9 +340,6 @@ TEST(SimCli, GoodputFlagsRejectBadValues) {
   EXPECT_EQ(each_json.code, 2);
 }
 
-}  // namespace tessel
-
-namespace tessel {
 namespace {
 
 // Invalid UTF-8 reaching JSON output (issue 14): a trace file name with a

@@ -165,11 +165,11 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   // Failures must come slower than a job can restart, or nothing
   // progresses: the cluster's mean time between failures (per-node MTBF /
   // nodes) must be at least a minute.
-  if (f.node_mtbf_h > 0 && f.node_mtbf_h * 3600 / static_cast<double>(setup.cluster.nodes().size()) < 60) {
-    return InvalidArgument("--node-mtbf-h " + FormatDouble(f.node_mtbf_h) + ": with " +
-                           std::to_string(setup.cluster.nodes().size()) +
-                           " nodes a node fails every " +
-                           FormatDouble(f.node_mtbf_h * 3600 / static_cast<double>(setup.cluster.nodes().size())) +
+  const size_t nodes = setup.cluster.nodes().size();
+  const double cluster_mtbf_s = f.node_mtbf_h * 3600 / static_cast<double>(nodes);
+  if (f.node_mtbf_h > 0 && cluster_mtbf_s < 60) {
+    return InvalidArgument("--node-mtbf-h " + FormatDouble(f.node_mtbf_h) + ": with " + std::to_string(nodes) +
+                           " nodes a node fails every " + FormatDouble(cluster_mtbf_s) +
                            " s; at least 60 s between failures (per-node MTBF >= 60 s x nodes) is accepted");
   }
   c.failures.node_mtbf_s = f.node_mtbf_h * 3600;

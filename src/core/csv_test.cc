@@ -1,5 +1,10 @@
 #include "core/csv.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 namespace tessel {
@@ -34,17 +39,6 @@ TEST(Csv, UnterminatedQuote) {
   EXPECT_EQ(t.status().message(), "q.csv:2: unterminated quoted field");
 }
 
-}  // namespace
-}  // namespace tessel
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <filesystem>
-
-namespace tessel {
-namespace {
-
 // Only regular files are read as input (issue 14): /dev/zero used to
 // exhaust memory, a FIFO to block forever, a directory to fail parsing.
 TEST(ReadTextFile, RefusesWhatIsNotARegularFile) {
@@ -64,11 +58,6 @@ TEST(ReadTextFile, RefusesWhatIsNotARegularFile) {
   EXPECT_FALSE(missing.ok());
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // An optional column absent from the header reads as empty, in every build
 // type (issue 14: debug builds aborted on native traces without `app`).

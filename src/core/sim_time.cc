@@ -31,7 +31,7 @@ Result<SimTime> ParseDuration(std::string_view text, std::string_view what) {
                            std::string(text) + "'");
   }
   // Durations are bounded well inside what integer microseconds hold.
-  if (!(*v * unit <= kMaxDurationSeconds)) {
+  if (!(*v * unit <= kMaxInputSeconds)) {
     return InvalidArgument(std::string(what) + ": " + std::string(text) + " is too long; at most 1e10 s (about 300 years)");
   }
   return Seconds(*v * unit);

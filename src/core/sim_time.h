@@ -32,11 +32,13 @@ inline constexpr double ToSeconds(SimTime t) {
 // as Seconds.
 SimTime SecondsCeil(double s);
 
-// The longest duration ParseDuration accepts, seconds.
-inline constexpr double kMaxDurationSeconds = 1e10;
+// The largest time or duration any input may give (trace times, work in
+// seconds, --horizon and other durations, generated arrivals), seconds:
+// about 300 years, far beyond any schedule and far below what integer
+// microseconds hold.
+inline constexpr double kMaxInputSeconds = 1e10;
 // "300", "300s", "5m", "12h", "7d", "1.5h" -> microseconds (at most
-// kMaxDurationSeconds). `what` names the
-// field in errors.
+// kMaxInputSeconds). `what` names the field in errors.
 Result<SimTime> ParseDuration(std::string_view text, std::string_view what);
 // 93784 s -> "1d 02:03:04"; under a day "02:03:04".
 std::string FormatDuration(SimTime t);

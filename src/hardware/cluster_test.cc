@@ -109,11 +109,6 @@ TEST(ClusterTest, UnknownClusterNameListsKnownOnes) {
   EXPECT_NE(c.status().message().find("arena-1280"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // The contention study's variant: arena-1280's nodes in racks of 16 with
 // 2:1 uplinks.
@@ -127,11 +122,6 @@ TEST(ClusterTest, Arena1280VariantInOversubscribedRacks) {
   EXPECT_EQ(flat.num_racks(), 1);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // Sizes from input are bounded before anything is allocated (issue 14):
 // nodes: 4294967297 used to read as 1, 1e9 nodes printed negative GPUs,

@@ -134,11 +134,6 @@ TEST(ModelYaml, LoadsAResnet) {
   EXPECT_NEAR(m->Params() / 25.6e6, 1.0, 0.03);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // A key that is not a scalar (issue 14) used to escape as
 // YAML::TypedBadConversion; it is an error about the file now.

@@ -50,11 +50,6 @@ TEST(Compute, SmallGemmsAreSlowerPerFlop) {
   EXPECT_GT(small, 1.5 * big);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // A number beyond double's range in --params (issue 14) used to escape as
 // nlohmann's out_of_range.406; it is an error naming the file now.

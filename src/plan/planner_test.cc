@@ -139,11 +139,6 @@ TEST(Planner, GridNeedsPp) {
   EXPECT_EQ(res.status().message(), "--search grid: needs --pp P (the grid's number of pipeline stages)");
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // A global batch near INT_MAX (issue 14): divisors are found without
 // overflow (it used to divide by zero) and the search answers.

@@ -39,19 +39,6 @@ double Phase(uint64_t id) {
   return x - std::floor(x);
 }
 
-double Bps(double gbps) { return gbps * 1e9 / 8; }
-
-// Bytes each hop of a job's ring carries per iteration: its traffic's time
-// alone on its slowest NIC.
-double HopBytes(const Cluster& cluster, const CommJob& j) {
-  double nic = kInf;
-  for (const Placement& p : j.alloc->parts) {
-    const ClusterNode& n = cluster.nodes()[p.node];
-    nic = std::min(nic, Bps(cluster.spec().pools[n.pool].network_gbps));
-  }
-  return j.network_s * nic;
-}
-
 // Expected per-flow bandwidth of a link `k` flows share (k >= 1), with the
 // contention overhead of FlowNetwork.
 double SharedRate(double capacity, double k, double overhead) {
@@ -77,6 +64,19 @@ std::vector<std::vector<int>> NetworkModel::RingPaths(const Allocation& alloc) c
   return fabric_.Ring(nodes);
 }
 
+const std::vector<std::vector<int>>& NetworkModel::PathsOf(const CommJob& j,
+                                                           std::vector<std::vector<int>>& scratch) const {
+  if (j.paths != nullptr) return *j.paths;
+  scratch = RingPaths(*j.alloc);
+  return scratch;
+}
+
+double NetworkModel::HopBytes(const CommJob& j) const {
+  double nic = kInf;
+  for (const Placement& p : j.alloc->parts) nic = std::min(nic, fabric_.network.capacity(fabric_.node_up[p.node]));
+  return j.network_s * nic;
+}
+
 std::vector<std::vector<int>> NetworkModel::Components(std::span<const CommJob> jobs) const {
   const int n = static_cast<int>(jobs.size());
   std::vector<int> parent(n);
@@ -87,14 +87,9 @@ std::vector<std::vector<int>> NetworkModel::Components(std::span<const CommJob> 
   };
   first_on_link_.resize(fabric_.network.num_links(), -1);
   std::vector<int> touched;
+  std::vector<std::vector<int>> scratch;
   for (int j = 0; j < n; ++j) {
-    std::vector<std::vector<int>> own;
-    const std::vector<std::vector<int>>* paths = jobs[j].paths;
-    if (paths == nullptr) {
-      own = RingPaths(*jobs[j].alloc);
-      paths = &own;
-    }
-    for (const auto& path : *paths) {
+    for (const auto& path : PathsOf(jobs[j], scratch)) {
       for (int l : path) {
         int& first = first_on_link_[l];
         if (first < 0) {
@@ -128,13 +123,13 @@ std::vector<double> NetworkModel::IterationTimes(std::span<const CommJob> jobs, 
     // slowest flow moves at the tightest link's even split.
     const CommJob& j = jobs[0];
     std::unordered_map<int, int> on;
-    std::vector<std::vector<int>> paths = PathsOf(j);
-    for (const auto& p : paths)
+    std::vector<std::vector<int>> scratch;
+    for (const auto& p : PathsOf(j, scratch))
       for (int l : p) on[l]++;
     double rate = kInf;
     for (const auto& [l, k] : on) rate = std::min(rate, fabric_.network.capacity(l) / k);
     Phases ph = SplitIteration(j);
-    double t = rate == kInf ? 0.0 : HopBytes(cluster_, j) / rate;
+    double t = rate == kInf ? 0.0 : HopBytes(j) / rate;
     double c = std::max({j.iteration_s, ph.compute, ph.ready + t});
     if (duty != nullptr) *duty = {c > 0 ? std::min(1.0, t / c) : 0.0};
     return {c};
@@ -154,14 +149,9 @@ std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJo
   std::vector<std::vector<std::pair<int, int>>> uses(n);
   std::vector<double> bytes(n), duty(n), cycle(n);
   std::vector<Phases> ph(n);
-  std::vector<std::vector<int>> own;
+  std::vector<std::vector<int>> scratch;
   for (size_t j = 0; j < n; ++j) {
-    const std::vector<std::vector<int>>* paths = jobs[j].paths;
-    if (paths == nullptr) {
-      own = RingPaths(*jobs[j].alloc);
-      paths = &own;
-    }
-    for (const auto& p : *paths) {
+    for (const auto& p : PathsOf(jobs[j], scratch)) {
       for (int l : p) {
         int& id = local_of_link_[l];
         if (id < 0) {
@@ -177,7 +167,7 @@ std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJo
         }
       }
     }
-    bytes[j] = HopBytes(cluster_, jobs[j]);
+    bytes[j] = HopBytes(jobs[j]);
     ph[j] = SplitIteration(jobs[j]);
     cycle[j] = jobs[j].iteration_s;
     duty[j] = jobs[j].duty_hint >= 0 ? std::min(1.0, jobs[j].duty_hint)
@@ -233,12 +223,13 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::v
   };
   FlowNetwork net;
   std::unordered_map<int, int> local;
+  std::vector<std::vector<int>> scratch;
   std::vector<J> js(n);
   for (int j = 0; j < n; ++j) {
     J& x = js[j];
     x.ph = SplitIteration(jobs[j]);
-    x.bytes = HopBytes(cluster_, jobs[j]);
-    for (const auto& path : PathsOf(jobs[j])) {
+    x.bytes = HopBytes(jobs[j]);
+    for (const auto& path : PathsOf(jobs[j], scratch)) {
       std::vector<int> lp;
       for (int l : path) {
         auto it = local.find(l);
@@ -274,11 +265,10 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::v
     x.queued = false;
     x.left = 0;
     x.flows.clear();
-    std::vector<std::vector<int>> paths;
-    for (const auto& p : x.paths)
-      if (!p.empty()) paths.push_back(p);
-    if (x.bytes > 0 && !paths.empty()) {
-      Result<std::vector<int>> ids = net.AddFlows(std::move(paths), x.bytes);
+    // Ring hops join two different nodes, so no path is empty; jobs
+    // without traffic never start one (the event loop finishes them).
+    if (x.bytes > 0 && !x.paths.empty()) {
+      Result<std::vector<int>> ids = net.AddFlows(x.paths, x.bytes);
       for (int f : *ids) {
         if (f >= static_cast<int>(owner.size())) owner.resize(f + 1, -1);
         owner[f] = j;

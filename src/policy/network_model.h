@@ -92,9 +92,12 @@ class NetworkModel {
 
  private:
   std::vector<double> Periodic(std::span<const CommJob> jobs, std::vector<double>* duty) const;
-  std::vector<std::vector<int>> PathsOf(const CommJob& j) const {
-    return j.paths != nullptr ? *j.paths : RingPaths(*j.alloc);
-  }
+  // The job's ring paths: the caller's when it keeps them, else computed
+  // into `scratch`.
+  const std::vector<std::vector<int>>& PathsOf(const CommJob& j, std::vector<std::vector<int>>& scratch) const;
+  // Bytes each hop of the job's ring carries per iteration: its traffic's
+  // time alone at its slowest NIC's bandwidth (the fabric's node links).
+  double HopBytes(const CommJob& j) const;
 
   const Cluster& cluster_;
   NetworkOptions options_;

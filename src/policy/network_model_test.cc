@@ -175,11 +175,6 @@ TEST(NetworkModel, EngineSlowsJobsSharingANic) {
   EXPECT_GT(with, without * 1.01);
 }
 
-}  // namespace
-}  // namespace tessel
-
-namespace tessel {
-namespace {
 
 // AdaDUAL in the periodic model: a small transfer that finds a large one on
 // its link starts at once (both finish sooner on average than queueing it

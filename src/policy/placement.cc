@@ -51,8 +51,6 @@ std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
 
 std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_nodes) const {
   const GpuTypeInfo& info = cluster_->types()[type];
-  Allocation alloc;
-  alloc.type = type;
   // Best fit on one node.
   int best = -1;
   for (int id : info.nodes) {
@@ -62,10 +60,7 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
       if (f == gpus) break;
     }
   }
-  if (best >= 0) {
-    alloc.parts.push_back({best, gpus});
-    return alloc;
-  }
+  if (best >= 0) return Allocation{type, {{best, gpus}}};
   // Fewest nodes: fullest-free first (ties: lower id), within one rack
   // when some rack can hold the job (its traffic then stays off the
   // oversubscribed uplinks): the rack needing the fewest nodes, then the
@@ -101,24 +96,22 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
       order = std::move(in_rack);
     }
   }
-  int left = gpus;
-  for (int id : order) {
-    if (left == 0) break;
-    int take = std::min(left, free_[id]);
-    alloc.parts.push_back({id, take});
-    left -= take;
-  }
-  if (left > 0) return std::nullopt;
-  if (max_nodes > 0 && alloc.nodes() > max_nodes) return std::nullopt;
-  SortByNode(alloc);
-  return alloc;
+  std::optional<Allocation> filled = FillInOrder(type, gpus, order);
+  if (!filled || (max_nodes > 0 && filled->nodes() > max_nodes)) return std::nullopt;
+  return filled;
 }
 
 std::optional<Allocation> FreeMap::FirstFit(int type, int gpus, int max_nodes) const {
+  std::optional<Allocation> alloc = FillInOrder(type, gpus, cluster_->types()[type].nodes);  // ascending ids
+  if (alloc && max_nodes > 0 && alloc->nodes() > max_nodes) return Consolidated(type, gpus, max_nodes);
+  return alloc;
+}
+
+std::optional<Allocation> FreeMap::FillInOrder(int type, int gpus, const std::vector<int>& nodes) const {
   Allocation alloc;
   alloc.type = type;
   int left = gpus;
-  for (int id : cluster_->types()[type].nodes) {  // ascending ids
+  for (int id : nodes) {
     if (left == 0) break;
     int take = std::min(left, free_[id]);
     if (take == 0) continue;
@@ -126,7 +119,7 @@ std::optional<Allocation> FreeMap::FirstFit(int type, int gpus, int max_nodes) c
     left -= take;
   }
   if (left > 0) return std::nullopt;
-  if (max_nodes > 0 && alloc.nodes() > max_nodes) return Consolidated(type, gpus, max_nodes);
+  SortByNode(alloc);
   return alloc;
 }
 
@@ -152,32 +145,17 @@ std::optional<Allocation> FreeMap::LeastLoaded(int type, int gpus, int max_nodes
   std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
     return std::tie(a.load, b.free, a.id) < std::tie(b.load, a.free, b.id);
   });
-  auto take_in_order = [&](const std::vector<Candidate>& nodes) {
-    Allocation alloc;
-    alloc.type = type;
-    int left = gpus;
-    for (const Candidate& c : nodes) {
-      if (left == 0) break;
-      int take = std::min(left, c.free);
-      alloc.parts.push_back({c.id, take});
-      left -= take;
-    }
-    assert(left == 0);
-    SortByNode(alloc);
-    return alloc;
+  auto ids = [](const std::vector<Candidate>& nodes) {
+    std::vector<int> out;
+    out.reserve(nodes.size());
+    for (const Candidate& c : nodes) out.push_back(c.id);
+    return out;
   };
   // GPU-level least-loaded first, when it stays within κ (and max_nodes).
   const int limit = max_nodes > 0 ? std::min(rule_.kappa, max_nodes) : rule_.kappa;
-  {
-    int left = gpus, used = 0;
-    for (const Candidate& c : order) {
-      if (left == 0) break;
-      left -= std::min(left, c.free);
-      ++used;
-    }
-    if (left > 0) return std::nullopt;
-    if (used <= limit) return take_in_order(order);
-  }
+  std::optional<Allocation> spread = FillInOrder(type, gpus, ids(order));
+  if (!spread) return std::nullopt;
+  if (spread->nodes() <= limit) return spread;
   // Otherwise the fewest nodes that can hold the job (m0), least-loaded
   // first: a node is accepted, in load order, when the chosen ones, it and
   // the largest free counts among the nodes not yet considered can still
@@ -209,7 +187,9 @@ std::optional<Allocation> FreeMap::LeastLoaded(int type, int gpus, int max_nodes
       chosen_free += c.free;
     }
   }
-  return take_in_order(chosen);
+  std::optional<Allocation> fewest = FillInOrder(type, gpus, ids(chosen));
+  assert(fewest && "the chosen nodes hold the job");
+  return fewest;
 }
 
 void FreeMap::SortByNode(Allocation& alloc) {

@@ -75,6 +75,9 @@ class FreeMap {
   std::optional<Allocation> Consolidated(int type, int gpus, int max_nodes) const;
   std::optional<Allocation> FirstFit(int type, int gpus, int max_nodes) const;
   std::optional<Allocation> LeastLoaded(int type, int gpus, int max_nodes) const;
+  // GPUs of `type` from `nodes` in that order, as many from each as it has
+  // free, until the job has `gpus` (sorted by node); nullopt when short.
+  std::optional<Allocation> FillInOrder(int type, int gpus, const std::vector<int>& nodes) const;
   static void SortByNode(Allocation& alloc);
   // Adds `delta` to the multi-node count of alloc's nodes if it spans >= 2.
   void CountMultiNode(const Allocation& alloc, int delta);

@@ -237,7 +237,7 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
   for (int i = 0; i < opts.jobs; ++i) {
     // Draw order per job is fixed: arrival, class, duration, type.
     if (i > 0) t += Exponential(rng, 3600.0 / rate);
-    if (!(t <= 1e10)) {
+    if (!(t <= kMaxInputSeconds)) {
       // A tiny rate (1e-300 per hour) would push arrivals past any
       // representable time; refuse rather than write a wrapped submit.
       return InvalidArgument("arrival rate " + FormatDouble(rate) + " per hour puts job " + std::to_string(i) +

@@ -56,17 +56,17 @@ Result<long long> GetCount(const CsvTable& t, const CsvRow& row, std::string_vie
 Result<double> GetNonNegative(const CsvTable& t, const CsvRow& row, std::string_view column) {
   std::string s = t.Get(row, column);
   auto v = ParseDouble(s, t.Where(row, column));
-  if (!v.ok() || !(*v >= 0 && *v <= kMaxTraceSeconds)) {
+  if (!v.ok() || !(*v >= 0 && *v <= kMaxInputSeconds)) {
     return InvalidArgument(t.Where(row, column) + ": expected a number of seconds from 0 to " +
-                           FormatDouble(kMaxTraceSeconds, 3) + ", got '" + s + "'");
+                           FormatDouble(kMaxInputSeconds, 3) + ", got '" + s + "'");
   }
   return *v;
 }
 
 Status CheckTraceSeconds(const CsvTable& t, const CsvRow& row, std::string_view column, double v) {
-  if (std::isfinite(v) && v <= kMaxTraceSeconds) return Status::Ok();
+  if (std::isfinite(v) && v <= kMaxInputSeconds) return Status::Ok();
   return InvalidArgument(t.Where(row, column) + ": " + t.Get(row, column) + " s is beyond the largest time a trace "
-                         "may give (" + FormatDouble(kMaxTraceSeconds, 3) + " s, about 300 years)");
+                         "may give (" + FormatDouble(kMaxInputSeconds, 3) + " s, about 300 years)");
 }
 
 Result<double> GetNumber(const CsvTable& t, const CsvRow& row, std::string_view column) {

@@ -43,15 +43,13 @@ std::string Origin(const CsvTable& t, const CsvRow& row);
 
 // A whole number >= 0 ("expected an integer >= 0, got '-2'").
 Result<long long> GetCount(const CsvTable& t, const CsvRow& row, std::string_view column);
-// A time in seconds from 0 to kMaxTraceSeconds (submit and creation times).
+// A time in seconds from 0 to kMaxInputSeconds (core/sim_time.h; submit and
+// creation times).
 Result<double> GetNonNegative(const CsvTable& t, const CsvRow& row, std::string_view column);
-// The largest time (submit, duration, deadline) a trace may give, seconds:
-// far beyond any schedule, far below what integer microseconds hold.
-inline constexpr double kMaxTraceSeconds = 1e10;
 // The most iterations a trace may give a job.
 inline constexpr double kMaxIterations = 1e15;
 // InvalidArgument naming file:line: column when `v` (read from `column`) is
-// not a finite time within kMaxTraceSeconds.
+// not a finite time within kMaxInputSeconds.
 Status CheckTraceSeconds(const CsvTable& t, const CsvRow& row, std::string_view column, double v);
 // Any finite number (durations may be <= 0 in real traces; callers skip).
 Result<double> GetNumber(const CsvTable& t, const CsvRow& row, std::string_view column);

@@ -197,7 +197,7 @@ Result<Workload> LoadTraces(const std::vector<std::string>& paths, TraceFormat f
     for (JobSpec& j : out.jobs) {
       SimTime slack = j.deadline ? *j.deadline - j.submit : 0;
       double scaled = ToSeconds(j.submit) * opts.time_scale;
-      if (!(scaled <= 1e10)) {
+      if (!(scaled <= kMaxInputSeconds)) {
         return InvalidArgument("--time-scale " + FormatDouble(opts.time_scale) + ": job " + j.id + " would arrive at " +
                                FormatDouble(scaled) + " s, beyond the largest time a trace may give (1e10 s)");
       }
