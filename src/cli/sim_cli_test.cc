@@ -249,6 +249,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"NegativeSeedGenTrace", {"gen-trace", "--seed", "-1"}, 2, "--seed"},
         BadInput{"GenTraceTooManyJobs", {"gen-trace", "--jobs", "1000000000"}, 2, "jobs: expected an integer from 0 to"},
         BadInput{"GenTraceRateTooSmall", {"gen-trace", "--rate", "1e-300"}, 2, "beyond the largest time a trace may give"},
+        BadInput{"GenTraceDdlRateTooSmall", {"gen-trace", "--profile", "ddl", "--rate", "1e-300"}, 2,
+                 "beyond the largest time a trace may give"},
         BadInput{"SubSecondRound", {"simulate", "--policy", "gavel", "--round", "0.000001"}, 2,
                  "--round: must be at least 1 s"},
         BadInput{"FailuresFasterThanRestarts", {"simulate", "--cluster", "arena-1280", "--node-mtbf-h", "0.01"}, 2,

@@ -136,11 +136,18 @@ int GenTraceDefaultJobs(std::string_view profile) {
 namespace {
 
 // The ddl profile (gen_trace.h). `types`: the resolved --gpu-types.
-Workload GenerateDdl(const GenTraceOptions& opts, const std::vector<std::string>& types) {
+Result<Workload> GenerateDdl(const GenTraceOptions& opts, const std::vector<std::string>& types) {
   // Their rate, 160 jobs per 12 s, unless told.
   const double rate = opts.arrival_rate_per_hour > 0 ? opts.arrival_rate_per_hour
                                                      : kDdlJobs * 3600.0 / kDdlWindowS;
   const double window_ms = opts.jobs * 3600.0 / rate * 1e3;
+  // The same bound as the Poisson profiles' arrivals (a rate of 1e-300 per
+  // hour made the window infinite and every arrival 0).
+  if (!(window_ms / 1e3 <= kMaxInputSeconds)) {
+    return InvalidArgument("arrival rate " + FormatDouble(rate) + " per hour spreads " + std::to_string(opts.jobs) +
+                           " jobs over " + FormatDouble(window_ms / 1e3) +
+                           " s, beyond the largest time a trace may give (1e10 s)");
+  }
   Workload w;
   w.name = "gen-ddl-seed" + std::to_string(opts.seed);
   std::mt19937_64 rng(opts.seed);
