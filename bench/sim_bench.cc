@@ -63,30 +63,25 @@ void BM_LoadItp(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadItp)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-// With the network model (default, 1) and without it (0): on one switch
-// it still slows multi-node jobs that share a node's NIC.
-void BM_FcfsItpArena1280(benchmark::State& state) {
+// All ten ITP traces under FCFS on `cluster`, with the network model
+// (range(0) == 1) or without it (0).
+void FcfsItp(benchmark::State& state, const char* cluster) {
   std::string path = DataDir() + "/itp";
   if (!HaveData(state, path)) return;
   Workload w = LoadTrace(path, TraceFormat::kItp, TraceOptions{}).value();
-  Cluster c = LoadCluster("arena-1280").value();
+  Cluster c = LoadCluster(cluster).value();
   SimConfig config;
   config.network.enabled = state.range(0) == 1;
   RunSim(state, c, w, "fcfs", config);
 }
+
+// On one switch the model still slows multi-node jobs that share a node's NIC.
+void BM_FcfsItpArena1280(benchmark::State& state) { FcfsItp(state, "arena-1280"); }
 BENCHMARK(BM_FcfsItpArena1280)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-// The network model's cost: the same run on arena-1280 in 2:1 oversubscribed
-// racks with the model off (0) and on (1).
-void BM_FcfsItpArena1280Racked(benchmark::State& state) {
-  std::string path = DataDir() + "/itp";
-  if (!HaveData(state, path)) return;
-  Workload w = LoadTrace(path, TraceFormat::kItp, TraceOptions{}).value();
-  Cluster c = LoadCluster("arena-1280-2to1").value();
-  SimConfig config;
-  config.network.enabled = state.range(0) == 1;
-  RunSim(state, c, w, "fcfs", config);
-}
+// The network model's cost: arena-1280 in 2:1 oversubscribed racks, off (0)
+// and on (1).
+void BM_FcfsItpArena1280Racked(benchmark::State& state) { FcfsItp(state, "arena-1280-2to1"); }
 BENCHMARK(BM_FcfsItpArena1280Racked)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_FcfsPhillyArena1280(benchmark::State& state) {
