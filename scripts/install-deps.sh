@@ -2,7 +2,9 @@
 # Installs the Debian packages tessel builds with (as root, on Debian 12).
 # Does nothing for packages already installed. The daemon needs SQLite and
 # cpp-httplib; its integration tests a local Slurm (munge, slurmctld, slurmd,
-# slurm-client) and the example training job Debian's python3-torch.
+# slurm-client) and the example training job Debian's python3-torch; the
+# sanitizer and fuzzing builds clang with its runtimes (libFuzzer, ASan,
+# UBSan) and llvm-symbolizer.
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ccache
@@ -12,6 +14,7 @@ PACKAGES=(
   libsqlite3-dev libcpp-httplib-dev curl
   munge slurmctld slurmd slurm-client
   python3-torch
+  clang libclang-rt-dev llvm
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

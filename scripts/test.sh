@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite. Tests that
 # need ../shared/data (or $TESSEL_DATA) skip with a message when it is absent;
-# with it, the accuracy report is printed too.
+# with it, the accuracy report is printed too. Then the unit tests again
+# under ASan + UBSan and every fuzz target briefly (scripts/test-sanitizers.sh;
+# SANITIZERS=0 skips that part).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -11,4 +13,8 @@ export TESSEL_DATA="${TESSEL_DATA:-$(cd .. && pwd)/shared/data}"
 if [[ -d "$TESSEL_DATA" ]]; then
   echo
   build/tessel accuracy
+fi
+if [[ "${SANITIZERS:-1}" != 0 ]]; then
+  echo
+  ./scripts/test-sanitizers.sh
 fi

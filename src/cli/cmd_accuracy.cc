@@ -108,10 +108,15 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       io.err << "error: " << params.status().message() << "\n";
       return 2;
     }
-    auto refs = LoadReferences(ReferenceFiles::Under(DataDir(f->data)), ArenaNetworkGbps());
+    std::string data = DataDir(f->data);
+    if (Status s = CheckDataDir(data); !s.ok()) {
+      io.err << "error: " << s.message() << "\n";
+      return 2;
+    }
+    auto refs = LoadReferences(ReferenceFiles::Under(data), ArenaNetworkGbps());
     if (!refs.ok()) {
       io.err << "error: " << refs.status().message() << "\n";
-      return refs.status().code() == StatusCode::kNotFound ? 1 : 2;
+      return 2;
     }
     AccuracyReport rep = f->cv == "source" ? CrossValidateBySource(*refs, **params)
                                            : EvaluateAccuracy(*refs, Estimator(**params));

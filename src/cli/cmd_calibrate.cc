@@ -65,11 +65,21 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
   app.add_flag("--cpp", f->cpp, "Print the C++ snippet for src/perf/params.cc");
   return [io, f]() -> int {
     std::string data = DataDir(f->data);
+    if (Status s = CheckDataDir(data); !s.ok()) {
+      io.err << "error: " << s.message() << "\n";
+      return 2;
+    }
+    if (!f->out.empty()) {
+      if (Status s = CheckOutputFile("--out", f->out); !s.ok()) {
+        io.err << "error: " << s.message() << "\n";
+        return 2;
+      }
+    }
     ReferenceFiles files = ReferenceFiles::Under(data);
     auto curves = LoadCommMeasurements(files.comm_dir);
     if (!curves.ok()) {
       io.err << "error: " << curves.status().message() << "\n";
-      return curves.status().code() == StatusCode::kNotFound ? 1 : 2;
+      return 2;
     }
     PerfParams params = DefaultPerfParams();
     CommFitSummary comm = SummarizeCommFit(*curves, params);
@@ -91,7 +101,7 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
     auto refs = LoadReferences(files, comm.network_node_gbps);
     if (!refs.ok()) {
       io.err << "error: " << refs.status().message() << "\n";
-      return 1;
+      return 2;
     }
     PerfParams fitted = FitParams(*refs, params, f->iterations);
     TextTable gt({"architecture", "gemm efficiency", "floor", "ceiling", "fitted", "attention (fa2/best)"});

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "workload/gen_trace.h"
 #include "workload/trace.h"
 
@@ -11,8 +12,7 @@ namespace tessel {
 CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
   auto opts = std::make_shared<GenTraceOptions>();
   auto out = std::make_shared<std::string>();
-  app.add_option("--seed", opts->seed, "Seed (default 1); the same seed gives the same file byte for byte")
-      ->check(CLI::NonNegativeNumber);
+  AddSeedOption(app, &opts->seed, "Seed (default 1); the same seed gives the same file byte for byte");
   CLI::Option* jobs = app.add_option("--jobs", opts->jobs, "Number of jobs (default 200; 160 for ddl)");
   app.add_option("--profile", opts->profile,
                  "Size/duration mix: philly (default) or itp; or ddl, the job set of Wang et al. (ICDCS 2020)");
@@ -38,6 +38,13 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
       "The output is tessel's trace format (`--format tessel`).");
   return [io, opts, out, jobs] {
     if (jobs->count() == 0) opts->jobs = GenTraceDefaultJobs(opts->profile);
+    if (!out->empty()) {
+      Status where = CheckOutputFile("--out", *out);
+      if (!where.ok()) {
+        io.err << "error: " << where.message() << "\n";
+        return 2;
+      }
+    }
     auto generated = GenerateTrace(*opts);
     if (!generated.ok()) {
       io.err << "error: " << generated.status().message() << "\n";

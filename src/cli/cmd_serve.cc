@@ -47,11 +47,19 @@ CommandAction SetupServe(CLI::App& app, CommandIo io) {
       }
       o->gpu_map[m.substr(0, eq)] = m.substr(eq + 1);
     }
-    if (!(o->round_s > 0) || !(o->poll_s > 0) || !(o->stop_timeout_s > 0) || !(o->checkpoint_interval_s > 0) ||
-        o->round_s > 1e6 || o->poll_s > 3600 || o->stop_timeout_s > 1e6 || o->checkpoint_interval_s > 1e6) {
-      io.err << "error: --round, --poll, --stop-timeout and --checkpoint-interval must be positive seconds "
-                "(round, stop timeout and interval at most 1e6, poll at most 3600)\n";
-      return 2;
+    const struct {
+      const char* flag;
+      double value, max;
+    } seconds[] = {{"--round", o->round_s, 1e6},
+                   {"--poll", o->poll_s, 3600},
+                   {"--stop-timeout", o->stop_timeout_s, 1e6},
+                   {"--checkpoint-interval", o->checkpoint_interval_s, 1e6}};
+    for (const auto& s : seconds) {
+      if (!(s.value > 0) || !(s.value <= s.max)) {
+        io.err << "error: " << s.flag << " " << FormatDouble(s.value) << ": expected seconds in (0, "
+               << FormatDouble(s.max) << "]\n";
+        return 2;
+      }
     }
     // Signals are taken by this thread only (sigwait), so the daemon's
     // threads run undisturbed and shutdown is orderly.

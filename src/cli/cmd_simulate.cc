@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/sim_flags.h"
+#include "policy/policy.h"
 #include "core/strings.h"
 #include "core/table.h"
 #include "sim/report.h"
@@ -208,13 +209,19 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
                "per file and policy, the mean over files and each policy's mean against the best other's");
   app.footer(kSimFooter);
   return [io, flags, policies, each] {
-    std::vector<std::string> specs;
-    for (const std::string& raw : Split(*policies, ','))
-      if (!Trim(raw).empty()) specs.push_back(Trim(raw));
+    std::vector<std::string> specs = PolicyRegistry::Builtin().SplitList(*policies);
     if (specs.empty()) {
       io.err << "error: --policies: expected a comma-separated list of policy specs (see `tessel policies`), got '"
              << *policies << "'\n";
       return 2;
+    }
+    // Every spec is checked before the first simulation runs.
+    for (const std::string& spec : specs) {
+      auto policy = PolicyRegistry::Builtin().Create(spec, PolicyContext{});
+      if (!policy.ok()) {
+        io.err << "error: --policies: " << spec << ": " << policy.status().message() << "\n";
+        return 2;
+      }
     }
     if (*each) return CompareEach(io, *flags, specs);
     auto setup = ResolveSim(*flags);

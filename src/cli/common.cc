@@ -28,9 +28,7 @@ void ModelFlags::Add(CLI::App& app, bool required) {
 
 Result<ModelSpec> ModelFlags::Resolve() const {
   ShapeFlags f;
-  // Up to 2^24: beyond any published shape, far from int overflow in the
-  // shape arithmetic.
-  constexpr int kMaxShape = 1 << 24;
+  constexpr int kMaxShape = kMaxModelDim;
   auto set = [](const std::optional<int>& v, std::optional<int>* out, const char* flag) -> Status {
     if (!v) return Status::Ok();
     if (*v < 1 || *v > kMaxShape) {
@@ -114,6 +112,14 @@ Result<JobInputs> JobFlags::Resolve() const {
     if (!pr.ok()) return InvalidArgument("--precision: " + pr.status().message());
     in.precision = *pr;
   }
+  if (precision.empty() && in.topology.gpu->PeakTflops(in.precision) <= 0) {
+    std::vector<std::string> ok;
+    for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16, Precision::kFp8})
+      if (in.topology.gpu->PeakTflops(p) > 0) ok.push_back(PrecisionName(p));
+    return InvalidArgument("model " + in.model.name + " trains in " + PrecisionName(in.precision) +
+                           " (its default precision), which " + in.topology.gpu->name + " (" +
+                           in.topology.gpu->arch + ") does not support; give --precision " + Join(ok, "|"));
+  }
   if (!framework.empty()) {
     auto fw = in.params->FindFramework(framework);
     if (!fw.ok()) return InvalidArgument("--framework: " + fw.status().message());
@@ -135,6 +141,57 @@ std::string DataDir(const std::string& flag) {
     if (fs::is_directory(candidate)) return candidate.string();
   }
   return "../shared/data";
+}
+
+void AddSeedOption(CLI::App& app, uint64_t* seed, const std::string& help) {
+  app.add_option("--seed", *seed, help)
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            std::string t = Trim(v);
+            if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos)
+              return "expected a whole number from 0 to 18446744073709551615, got '" + v + "'";
+            return "";
+          },
+          "UINT64"));
+}
+
+Status CheckDataDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return Status::Ok();
+  return InvalidArgument("data folder '" + dir + "' is not a directory (give --data or set TESSEL_DATA to the shared data folder)");
+}
+
+Status CheckOutputDir(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p(path);
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec))
+      return InvalidArgument(flag + " '" + path + "': exists and is not a directory; expected a directory (created when missing)");
+    return Status::Ok();
+  }
+  // The nearest existing ancestor must be a directory.
+  for (fs::path up = p.parent_path(); !up.empty(); up = up.parent_path()) {
+    if (fs::exists(up, ec)) {
+      if (!fs::is_directory(up, ec))
+        return InvalidArgument(flag + " '" + path + "': '" + up.string() + "' is not a directory");
+      break;
+    }
+    if (up == up.parent_path()) break;
+  }
+  return Status::Ok();
+}
+
+Status CheckOutputFile(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p(path);
+  if (fs::is_directory(p, ec))
+    return InvalidArgument(flag + " '" + path + "': is a directory; expected a file to write");
+  fs::path dir = p.parent_path();
+  if (!dir.empty() && !fs::is_directory(dir, ec))
+    return InvalidArgument(flag + " '" + path + "': directory '" + dir.string() + "' does not exist");
+  return Status::Ok();
 }
 
 }  // namespace tessel

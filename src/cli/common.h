@@ -3,6 +3,7 @@
 // flag.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,9 +64,23 @@ struct JobFlags {
   Result<JobInputs> Resolve() const;
 };
 
+// --seed: a whole number from 0 to 2^64 - 1 (a negative or fractional seed
+// is an error naming the range, never wrapped).
+void AddSeedOption(CLI::App& app, uint64_t* seed, const std::string& help);
+
 // Where the shared data folder is: --data, else $TESSEL_DATA, else
 // ../shared/data from the working directory, else ../shared/data beside the
 // checkout the binary was built in.
 std::string DataDir(const std::string& flag);
+// InvalidArgument unless `dir` (what DataDir chose) is a directory.
+Status CheckDataDir(const std::string& dir);
+
+// Output paths checked before any work is done, so a run is never lost to
+// a path it cannot write (InvalidArgument naming `flag`):
+// a directory to be created (or reused), not an existing file, under an
+// existing directory chain that has no file in the way...
+Status CheckOutputDir(const std::string& flag, const std::string& path);
+// ...and a file to be written: not a directory, in an existing directory.
+Status CheckOutputFile(const std::string& flag, const std::string& path);
 
 }  // namespace tessel

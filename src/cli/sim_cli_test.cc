@@ -174,8 +174,10 @@ struct BadInput {
   const char* name;
   std::vector<std::string> args;
   int code;
-  const char* error;
+  std::string error;
 };
+
+void PrintTo(const BadInput& c, std::ostream* os) { *os << c.name; }
 
 class SimCliErrorTest : public ::testing::TestWithParam<BadInput> {};
 
@@ -245,8 +247,10 @@ INSTANTIATE_TEST_SUITE_P(
                            "a,0,100,bert__760M,0,4294967552,4,a100\n")},
                  2, "arena_big.csv:2: batch_size"},
         BadInput{"EmptyPolicyList", {"compare", "--policies", " , "}, 2, "--policies: expected a comma-separated list"},
-        BadInput{"NegativeSeed", {"simulate", "--seed", "-1"}, 2, "--seed"},
-        BadInput{"NegativeSeedGenTrace", {"gen-trace", "--seed", "-1"}, 2, "--seed"},
+        BadInput{"NegativeSeed", {"simulate", "--seed", "-1"}, 2,
+                 "--seed: expected a whole number from 0 to 18446744073709551615, got '-1'"},
+        BadInput{"NegativeSeedGenTrace", {"gen-trace", "--seed", "-1"}, 2,
+                 "--seed: expected a whole number from 0 to 18446744073709551615, got '-1'"},
         BadInput{"GenTraceTooManyJobs", {"gen-trace", "--jobs", "1000000000"}, 2, "jobs: expected an integer from 0 to"},
         BadInput{"GenTraceRateTooSmall", {"gen-trace", "--rate", "1e-300"}, 2, "beyond the largest time a trace may give"},
         BadInput{"GenTraceDdlRateTooSmall", {"gen-trace", "--profile", "ddl", "--rate", "1e-300"}, 2,
@@ -269,6 +273,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"HorizonPastInt64Micros", {"simulate", "--horizon", "1e308"}, 2, "--horizon: 1e308 is too long"},
         BadInput{"TimeScalePastInt64Micros", {"simulate", "--trace", NativeRow("t6.csv", "5", "8", "100", "", "1"),
                                               "--time-scale", "1e308"}, 2, "--time-scale 1e+308"},
+        // Output paths are checked before the run (exit 2, not 1 after it).
+        BadInput{"OutNamesAFile", {"simulate", "--out", TempFile("plain_file", "x")}, 2,
+                 "--out '" + ::tessel::testing::ProcessTempDir() + "/plain_file': exists and is not a directory"},
+        BadInput{"EventLogNamesADirectory", {"simulate", "--event-log", ::tessel::testing::ProcessTempDir()}, 2,
+                 "--event-log '" + ::tessel::testing::ProcessTempDir() + "': is a directory"},
+        BadInput{"EventLogInMissingDirectory", {"compare", "--event-log", "/nonexistent/dir/log"}, 2,
+                 "directory '/nonexistent/dir' does not exist"},
+        BadInput{"GenTraceOutNamesADirectory", {"gen-trace", "--out", ::tessel::testing::ProcessTempDir()}, 2,
+                 "--out '" + ::tessel::testing::ProcessTempDir() + "': is a directory"},
+        BadInput{"AccuracyDataMissing", {"accuracy", "--data", "/nonexistent"}, 2,
+                 "data folder '/nonexistent' is not a directory"},
+        BadInput{"CalibrateDataMissing", {"calibrate", "--data", "/nonexistent"}, 2,
+                 "data folder '/nonexistent' is not a directory"},
+        // A tiresias threshold list stays one spec in --policies.
+        BadInput{"CompareKeepsOptionLists", {"compare", "--policies", "fcfs,tiresias:threshold=3200,1"}, 2,
+                 "--policies: tiresias:threshold=3200,1: tiresias: threshold lists 2 values"},
+        BadInput{"CsvHeaderWithByteOrderMarkReads", {"simulate", "--trace", TempFile("bom.csv", "\xEF\xBB\xBFjob_id,submission_time\n1,2\n")}, 2,
+                 "bom.csv:1: header 'job_id,submission_time' matches no trace format"},
         BadInput{"ReferenceGpuNotInCluster", {"simulate", "--reference-gpu", "h100", "--cluster", "pollux-64"}, 2,
                  "--reference-gpu h100: not in the cluster; it has t4"}),
     [](const auto& info) { return std::string(info.param.name); });

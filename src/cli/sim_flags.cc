@@ -25,8 +25,7 @@ void SimFlags::Add(CLI::App& app) {
                  "Trace file or directory of traces; repeat to merge. Default: the embedded synthetic "
                  "workload, `tessel gen-trace --jobs 400 --rate 250 --seed S`");
   app.add_option("--format", format, "Trace format: auto|arena|pollux|itp|philly|alibaba|tessel (default auto)");
-  app.add_option("--seed", seed, "Seed for every random choice: model mapping, failures, generated trace (default 1)")
-      ->check(CLI::NonNegativeNumber);
+  AddSeedOption(app, &seed, "Seed for every random choice: model mapping, failures, generated trace (default 1)");
   app.add_option("--horizon", horizon, "Stop at this simulated time (e.g. 7d, 36h); unfinished jobs are reported");
   app.add_option("--round", round,
                  "Scheduling round length (default 300 s; 60 s, the Pollux and Sia artifacts', for workloads played "
@@ -87,6 +86,8 @@ void SimFlags::Add(CLI::App& app) {
 }
 
 Result<SimSetup> ResolveSim(const SimFlags& f) {
+  if (!f.out.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputDir("--out", f.out));
+  if (!f.event_log.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputFile("--event-log", f.event_log));
   auto cluster = LoadCluster(f.cluster);
   if (!cluster.ok()) return Status(cluster.status().code(), "--cluster: " + cluster.status().message());
   SimSetup setup{std::move(*cluster), {}, {}, {}, nullptr};

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,16 @@ bool GetNumber(const nlohmann::json& j, const char* key, T* out) {
   if (it == j.end() || !it->is_number()) return false;
   double v = it->get<double>();
   if (!std::isfinite(v)) return false;
+  if constexpr (std::is_integral_v<T>) {
+    static_assert(std::is_signed_v<T>);
+    // A step of 1e300 is malformed, not an overflowing conversion.
+    if (!(v >= static_cast<double>(std::numeric_limits<T>::min()) &&
+          v < -static_cast<double>(std::numeric_limits<T>::min())))
+      return false;
+    if constexpr (sizeof(T) < 8) {
+      if (v > static_cast<double>(std::numeric_limits<T>::max())) return false;
+    }
+  }
   *out = static_cast<T>(v);
   return true;
 }

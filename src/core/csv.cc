@@ -40,7 +40,19 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
   bool in_quotes = false, field_started = false;
   int line = 1;
   cur.line = 1;
+  // A UTF-8 byte order mark (spreadsheets write one) is not part of the
+  // first column's name.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  size_t cells = 0;
+  bool too_wide = false;
+  int too_wide_line = 0;
   auto end_field = [&] {
+    ++cells;
+    if (cur.fields.size() >= kMaxCsvColumns) {
+      too_wide = true;
+      too_wide_line = cur.line;
+      return;
+    }
     cur.fields.push_back(std::move(field));
     field.clear();
     field_started = false;
@@ -52,6 +64,14 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
     cur = CsvRow();
   };
   for (size_t i = 0; i < text.size(); ++i) {
+    if (too_wide) {
+      return InvalidArgument(t.source_ + ":" + std::to_string(too_wide_line) + ": more than " +
+                             std::to_string(kMaxCsvColumns) + " fields in a row");
+    }
+    if (cells > kMaxCsvCells) {
+      return InvalidArgument(t.source_ + ":" + std::to_string(cur.line) + ": more than " +
+                             std::to_string(kMaxCsvCells) + " fields in the file");
+    }
     char c = text[i];
     if (in_quotes) {
       if (c == '"') {
@@ -88,6 +108,10 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
                            ": unterminated quoted field");
   }
   if (field_started || !cur.fields.empty()) end_record();
+  if (too_wide) {
+    return InvalidArgument(t.source_ + ":" + std::to_string(too_wide_line) + ": more than " +
+                           std::to_string(kMaxCsvColumns) + " fields in a row");
+  }
   if (records.empty()) return InvalidArgument(t.source_ + ": empty file, expected a header row");
   for (auto& h : records[0].fields) h = Trim(h);
   t.header_ = records[0].fields;

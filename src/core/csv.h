@@ -20,9 +20,15 @@ struct CsvRow {
   std::vector<std::string> fields;
 };
 
+// Bounds on what one CSV file may hold, checked while it is read so that a
+// file of commas cannot take memory out of proportion to its size.
+inline constexpr size_t kMaxCsvColumns = 1024;       // fields per row
+inline constexpr size_t kMaxCsvCells = 50'000'000;   // fields per file
+
 class CsvTable {
  public:
-  // Parses `text`; `source` names it in errors (usually the path).
+  // Parses `text` (a leading UTF-8 byte order mark is skipped); `source`
+  // names it in errors (usually the path).
   static Result<CsvTable> Parse(std::string_view text, std::string source);
   static Result<CsvTable> ReadFile(const std::string& path);
 

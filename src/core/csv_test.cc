@@ -68,5 +68,23 @@ TEST(Csv, MissingOptionalColumnReadsEmpty) {
   EXPECT_EQ(t->Get(t->rows()[0], "app"), "");
 }
 
+// A spreadsheet's UTF-8 byte order mark is not part of the first column's
+// name (issue 14: it was printed invisibly inside the quoted header).
+TEST(Csv, ByteOrderMarkIsSkipped) {
+  auto t = CsvTable::Parse("\xEF\xBB\xBFjob_id,b\n1,2\n", "t.csv");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->header()[0], "job_id");
+  EXPECT_TRUE(t->HasColumn("job_id"));
+}
+
+// Memory stays in proportion to the file: a row of more than
+// kMaxCsvColumns fields is refused, naming its line.
+TEST(Csv, RowWiderThanTheBoundIsRefused) {
+  std::string wide = "a\n1\n" + std::string(kMaxCsvColumns + 5, ',') + "\n";
+  auto t = CsvTable::Parse(wide, "wide.csv");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "wide.csv:3: more than 1024 fields in a row");
+}
+
 }  // namespace
 }  // namespace tessel

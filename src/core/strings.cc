@@ -78,24 +78,6 @@ Result<long long> ParseInt(std::string_view s, std::string_view what) {
   return v;
 }
 
-Result<double> ParseCount(std::string_view s, std::string_view what) {
-  std::string t = Trim(s);
-  if (t.empty()) return InvalidArgument(std::string(what) + ": expected a count like 760M or 1.3B");
-  double mult = 1;
-  char last = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
-  if (last == 'K') mult = 1e3;
-  if (last == 'M') mult = 1e6;
-  if (last == 'B' || last == 'G') mult = 1e9;
-  if (last == 'T') mult = 1e12;
-  if (mult != 1) t.pop_back();
-  auto v = ParseDouble(t, what);
-  if (!v.ok()) {
-    return InvalidArgument(std::string(what) + ": expected a count like 760M or 1.3B, got '" +
-                           std::string(s) + "'");
-  }
-  return *v * mult;
-}
-
 int EditDistance(std::string_view a, std::string_view b) {
   std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);

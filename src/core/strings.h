@@ -23,8 +23,6 @@ bool Contains(std::string_view s, std::string_view needle);
 Result<double> ParseDouble(std::string_view s, std::string_view what);
 Result<long long> ParseInt(std::string_view s, std::string_view what);
 
-// Parses sizes with units at the edge: "1.3B", "760M", "70b" -> count.
-Result<double> ParseCount(std::string_view s, std::string_view what);
 
 // "unknown gpu 'a1000'; known: a, b, c" with the closest names first when
 // they are close enough to be likely typos.

@@ -16,12 +16,6 @@ TEST(Strings, ParseDoubleRejectsTrailingGarbage) {
   EXPECT_EQ(r.status().message(), "--gpus: expected a number, got '1.5x'");
 }
 
-TEST(Strings, ParseCountUnits) {
-  EXPECT_DOUBLE_EQ(*ParseCount("760M", "s"), 760e6);
-  EXPECT_DOUBLE_EQ(*ParseCount("1.3B", "s"), 1.3e9);
-  EXPECT_FALSE(ParseCount("huge", "s").ok());
-}
-
 TEST(Strings, UnknownNameSuggestsCloseNames) {
   std::string m = UnknownNameMessage("gpu", "a1000", {"a100-40g", "a100", "v100"});
   EXPECT_NE(m.find("did you mean a100"), std::string::npos) << m;

@@ -1,5 +1,6 @@
 #include "hardware/cluster.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -177,6 +178,8 @@ Result<ClusterSpec> ParseClusterYaml(const std::string& text, const std::string&
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": YAML nested too deeply");
   } catch (const YAML::Exception& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }

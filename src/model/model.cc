@@ -73,6 +73,12 @@ Status ValidateModel(const ModelSpec& m) {
     return Status::Ok();
   }
   const auto& s = m.tf;
+  for (auto [field, v] : {std::pair{"layers", s.layers}, {"hidden", s.hidden}, {"heads", s.heads},
+                          {"kv-heads", s.kv_heads}, {"ffn-hidden", s.ffn_hidden}, {"vocab", s.vocab},
+                          {"seq-len", s.seq_len}, {"experts", s.experts}, {"top-k", s.top_k},
+                          {"moe-every", s.moe_every}}) {
+    if (v > kMaxModelDim) return bad(field, "at most " + std::to_string(kMaxModelDim) + ", got " + std::to_string(v));
+  }
   if (s.layers <= 0) return bad("layers", "must be a positive integer");
   if (s.hidden <= 0) return bad("hidden", "must be a positive integer");
   if (s.heads <= 0) return bad("heads", "must be a positive integer");

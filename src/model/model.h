@@ -26,6 +26,11 @@ enum class ModelKind { kTransformer, kCnn };
 enum class Optimizer { kAdam, kAdafactor, kSgdMomentum };
 Result<Optimizer> ParseOptimizer(std::string_view s);
 
+// The largest value of any one shape dimension (layers, hidden, heads, FFN
+// width, vocabulary, sequence, experts): 2^24, beyond any published shape
+// and far from int overflow in the shape arithmetic (4 x hidden, ...).
+inline constexpr int kMaxModelDim = 1 << 24;
+
 struct TransformerShape {
   int layers = 0;
   int hidden = 0;

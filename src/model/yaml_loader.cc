@@ -23,7 +23,9 @@
 //   image: 224
 //   classes: 1000
 #include <set>
+#include <type_traits>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "model/catalog.h"
@@ -57,11 +59,30 @@ Status Read(const YAML::Node& root, const Where& w, const std::string& key, T* o
     }
     return InvalidArgument(w.whole + ": missing required field '" + key + "' (" + expect + ")");
   }
-  try {
-    *out = n.as<T>();
-  } catch (const YAML::Exception&) {
-    return InvalidArgument(At(w, n, key) + ": expected " + expect + ", got '" +
-                           (n.IsScalar() ? n.Scalar() : std::string("a non-scalar")) + "'");
+  auto got = [&] {
+    if (n.IsScalar()) return "'" + n.Scalar() + "'";
+    return std::string(n.IsSequence() ? "a list" : n.IsMap() ? "a mapping" : "nothing");
+  };
+  if constexpr (std::is_same_v<T, int>) {
+    // Shape integers: read wide, so 2^32 + 1 is not taken for 1, and
+    // bounded, so derived sizes (4 x hidden, ...) cannot overflow.
+    long long v = 0;
+    try {
+      v = n.as<long long>();
+    } catch (const YAML::Exception&) {
+      return InvalidArgument(At(w, n, key) + ": expected " + expect + ", got " + got());
+    }
+    if (v < 0 || v > kMaxModelDim) {
+      return InvalidArgument(At(w, n, key) + ": expected " + expect + " up to " + std::to_string(kMaxModelDim) +
+                             ", got " + got());
+    }
+    *out = static_cast<int>(v);
+  } else {
+    try {
+      *out = n.as<T>();
+    } catch (const YAML::Exception&) {
+      return InvalidArgument(At(w, n, key) + ": expected " + expect + ", got " + got());
+    }
   }
   return Status::Ok();
 }
@@ -146,6 +167,8 @@ Result<ModelSpec> LoadModelYaml(const std::string& text, const std::string& sour
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": YAML nested too deeply");
   } catch (const YAML::ParserException& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {

@@ -60,6 +60,14 @@ TEST(ParamsJson, NumberOutOfRangeIsAnError) {
 }
 
 // Values that would print negative or infinite times are refused (issue 14).
+// A misspelt field is an error, not a silent default.
+TEST(ParamsJson, UnknownFieldIsAnError) {
+  auto p = PerfParamsFromJson(R"({"iteration_overhead": 0.1})", "p.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(p.status().message().starts_with("p.json: \"iteration_overhead\": unknown field; known: ")) << p.status().message();
+  EXPECT_TRUE(PerfParamsFromJson(R"({"iteration_overhead_s": 0.1})", "p.json").ok());
+}
+
 TEST(ParamsJson, OutOfRangeValuesAreRefused) {
   for (const char* text : {R"({"links": {"network": {"efficiency": 0, "step_latency_us": 5}}})",
                            R"({"links": {"pcie": {"efficiency": 0.8, "step_latency_us": -5}}})",

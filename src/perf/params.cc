@@ -1,11 +1,13 @@
 #include "perf/params.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "core/json_text.h"
+#include "core/strings.h"
 
 namespace tessel {
 
@@ -321,6 +323,20 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     return InvalidArgument(source + ": " + e.what() + " (numbers must be finite doubles)");
   }
   if (!j.is_object()) return InvalidArgument(source + ": expected a JSON object of parameters");
+  // A misspelt field would silently keep its default: every top-level key
+  // must be one PerfParamsToJson writes ("gpus" has its own message below).
+  {
+    static const std::vector<std::string> kKnown = [] {
+      std::vector<std::string> keys;
+      const nlohmann::json defaults = nlohmann::json::parse(PerfParamsToJson(DefaultPerfParams()));
+      for (const auto& [k, v] : defaults.items()) keys.push_back(k);
+      return keys;
+    }();
+    for (const auto& [k, v] : j.items()) {
+      if (k != "gpus" && std::find(kKnown.begin(), kKnown.end(), k) == kKnown.end())
+        return InvalidArgument(source + ": " + JsonText(nlohmann::json(k)) + ": unknown field; known: " + Join(kKnown, ", "));
+    }
+  }
   std::string field;
   auto fraction = [&](double v, const std::string& what) -> Status {
     if (!(v > 0 && v <= 1)) return InvalidArgument(source + ": " + what + ": expected a fraction in (0, 1], got " + std::to_string(v));

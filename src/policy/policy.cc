@@ -32,6 +32,25 @@ Status PolicyRegistry::Register(PolicyInfo info) {
   return Status::Ok();
 }
 
+std::vector<std::string> PolicyRegistry::SplitList(std::string_view text) const {
+  std::vector<std::string> specs;
+  for (const std::string& raw : Split(text, ',')) {
+    std::string piece = Trim(raw);
+    if (piece.empty()) continue;
+    std::string name = ToLower(Trim(piece.substr(0, piece.find(':'))));
+    bool is_policy = false;
+    for (const PolicyInfo& p : policies_) is_policy |= p.name == name;
+    bool continues = !specs.empty() && specs.back().find('=') != std::string::npos &&
+                     piece.find(':') == std::string::npos;
+    if (!is_policy && continues) {
+      specs.back() += "," + piece;
+    } else {
+      specs.push_back(piece);
+    }
+  }
+  return specs;
+}
+
 Result<std::unique_ptr<Policy>> PolicyRegistry::Create(std::string_view spec, const PolicyContext& ctx) const {
   std::vector<std::string> parts = Split(spec, ':');
   std::string name = ToLower(Trim(parts.empty() ? "" : parts[0]));

@@ -116,6 +116,13 @@ class PolicyRegistry {
   // "fcfs:backfill=easy" -> the policy. Unknown names list the known ones;
   // unknown option keys list the policy's options.
   Result<std::unique_ptr<Policy>> Create(std::string_view spec, const PolicyContext& ctx) const;
+  // A comma-separated list of specs ("fcfs,tiresias:thresholds=3200,25600,
+  // gavel") split into specs. A comma starts a new spec only where a policy
+  // name follows; otherwise it belongs to the previous spec's last option
+  // value (list-valued options such as tiresias' thresholds). Empty pieces
+  // are dropped; an unknown name that cannot continue an option is kept as
+  // a spec of its own, for Create to reject with the known names.
+  std::vector<std::string> SplitList(std::string_view text) const;
 
  private:
   std::vector<PolicyInfo> policies_;

@@ -70,7 +70,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     for (int t = 0; t < ntypes; ++t) {
       if (want_type >= 0 && t != want_type) continue;
       std::vector<Config> cs = TypeConfigs(cluster.types()[t], t, cap);
-      if (rigid && std::none_of(cs.begin(), cs.end(), [&](const Config& c) { return c.gpus == lo; }) &&
+      if (rigid && std::none_of(cs.begin(), cs.end(), [lo = lo](const Config& c) { return c.gpus == lo; }) &&
           lo <= cluster.types()[t].total_gpus) {
         cs.push_back({t, MinNodes(cluster, t, lo), lo});
       }

@@ -62,6 +62,19 @@ TEST(TiresiasTest, DemotedJobIsPreemptedByFreshJob) {
   EXPECT_EQ(d.wake_at, kNever);  // last queue; nobody else to demote
 }
 
+// A comma inside an option value does not start a new spec in a policy
+// list (issue 14: `compare --policies` split tiresias' thresholds).
+TEST(TiresiasTest, PolicyListKeepsThresholdListsWhole) {
+  const PolicyRegistry& r = PolicyRegistry::Builtin();
+  EXPECT_EQ(r.SplitList("fcfs, tiresias:thresholds=3200,25600,gavel"),
+            (std::vector<std::string>{"fcfs", "tiresias:thresholds=3200,25600", "gavel"}));
+  EXPECT_EQ(r.SplitList(",,fcfs,,"), (std::vector<std::string>{"fcfs"}));
+  // An unknown name after a spec without options stays a spec of its own,
+  // for Create to reject with the known names.
+  EXPECT_EQ(r.SplitList("fcfs,fcfss"), (std::vector<std::string>{"fcfs", "fcfss"}));
+  EXPECT_EQ(r.SplitList(""), (std::vector<std::string>{}));
+}
+
 TEST(TiresiasTest, ThresholdOption) {
   DemotionCase c(300);
   Decision d = Tiresias("tiresias:queues=2:threshold=2000")->Decide(c.f.Snap(Seconds(300)));

@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/json_text.h"
@@ -24,6 +26,24 @@
 namespace tessel {
 
 namespace {
+
+// Records where each YAML document starts; ignores everything else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  explicit DocumentStarts(std::vector<YAML::Mark>* starts) : starts_(starts) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { starts_->push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::vector<YAML::Mark>* starts_;
+};
 
 namespace fs = std::filesystem;
 
@@ -490,21 +510,33 @@ Result<DaemonJobSpec> SpecParser::Parse(std::string_view text) {
     std::snprintf(buf, sizeof(buf), "0x%02x", static_cast<unsigned char>(text[*bad]));
     return Fail(LineAt(text, *bad), std::string("the spec must be UTF-8 text; found byte ") + buf);
   }
-  std::vector<YAML::Node> docs;
+  // Documents are counted first, at most two, by yaml-cpp's event parser:
+  // YAML::LoadAll never returns on some inputs (a stray ',' outside a flow
+  // collection yields empty documents forever, yaml-cpp 0.7), so a document
+  // that starts where the previous one did is a syntax error here.
+  std::vector<YAML::Mark> starts;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    DocumentStarts counter(&starts);
+    while (starts.size() < 2 && parser.HandleNextDocument(counter)) {
+      if (starts.size() == 2 && starts[1].pos == starts[0].pos) {
+        return Fail(starts[1].line + 1, "YAML syntax error: unexpected character at column " +
+                                            std::to_string(starts[1].column + 1));
+      }
+    }
+    if (starts.size() > 1) {
+      return Fail(starts[1].line + 1, "expected one YAML document, found more (remove the '---')");
+    }
+    root = YAML::Load(std::string(text));
   } catch (const YAML::DeepRecursion& e) {
     return Fail(e.mark.line + 1, "YAML nested too deeply");
   } catch (const YAML::ParserException& e) {
     return Fail(e.mark.line + 1, "YAML syntax error: " + e.msg);
   }
   const std::string expected = "expected a mapping with name, model, global_batch, iterations, command";
-  if (docs.size() > 1) {
-    return Fail(LineOf(docs[1]), "expected one YAML document, found " +
-                                     std::to_string(docs.size()) + " (remove the '---')");
-  }
-  if (docs.empty() || docs[0].IsNull()) return Fail(0, "the spec is empty; " + expected);
-  const YAML::Node& root = docs[0];
+  if (!root || root.IsNull()) return Fail(0, "the spec is empty; " + expected);
   if (!root.IsMap()) {
     return Fail(LineOf(root), expected + ", got " + Describe(root));
   }

@@ -193,6 +193,14 @@ Result<Workload> LoadTraces(const std::vector<std::string>& paths, TraceFormat f
   }
 
   SortBySubmit(out, /*rebase=*/true);
+  // Each format bounds its own fields; after rebasing, the span of arrivals
+  // (absolute timestamps years apart) is bounded too.
+  for (const JobSpec& j : out.jobs) {
+    if (ToSeconds(j.submit) > kMaxInputSeconds) {
+      return InvalidArgument(j.origin + ": arrives " + FormatDouble(ToSeconds(j.submit)) +
+                             " s after the first job; a trace may span at most 1e10 s");
+    }
+  }
   if (opts.time_scale != 1.0) {
     for (JobSpec& j : out.jobs) {
       SimTime slack = j.deadline ? *j.deadline - j.submit : 0;

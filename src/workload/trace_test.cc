@@ -216,6 +216,11 @@ INSTANTIATE_TEST_SUITE_P(
                   TraceFormat::kAuto,
                   "{f}:2: timestamp: expected a UTC time YYYY-MM-DD HH:MM:SS, got "
                   "'2017-13-01 00:00:00'"},
+        // Found by fuzzing: each timestamp in range, but 4,000 years apart.
+        ErrorCase{"philly_span_past_the_time_bound", "p.csv",
+                  "timestamp,duration,num_gpus,gpu_time,cluster\n2018-10-09 07:01:55,66,1,66,vc\n"
+                  "6017-10-09 08:00:00,3600,8,28800,vc\n",
+                  TraceFormat::kAuto, "{f}:3: arrives 1.262e+11 s after the first job; a trace may span at most 1e10 s"},
         ErrorCase{"pollux_unknown_app", "workloads/w.csv",
                   "name,time,application,num_replicas,batch_size\nx-0,1,resnet,1,32\n",
                   TraceFormat::kPollux,
