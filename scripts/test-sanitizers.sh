@@ -4,7 +4,9 @@
 # FUZZ_SECONDS each (default 20) over its seeds and saved regressions.
 # One clang build serves both: build-fuzz/ (TESSEL_FUZZ=ON). Leaves out the
 # tests that need Slurm or Python (integration.*, examples.*, data.*), which
-# run in the ordinary build (scripts/test.sh).
+# run in the ordinary build (scripts/test.sh). The libraries (the code under
+# test, and the tessel binary the CLI tests run) are instrumented; the test
+# files themselves are not, which halves their compile time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
