@@ -23,7 +23,17 @@ void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoi
   std::vector<double> jct, queueing, ftf;
   SimTime first_submit = kNever;
   double jct_sum = 0, queue_sum = 0, ftf_sum = 0;
+  double tardiness_sum = 0;
+  int deadline_finished = 0;
   for (const JobRecord& j : jobs) {
+    if (j.deadline) {
+      ++s->deadline_jobs;
+      if (j.DeadlineMet()) ++s->deadline_met;
+      if (j.outcome == JobOutcome::kFinished) {
+        ++deadline_finished;
+        tardiness_sum += std::max(0.0, ToSeconds(j.finish - *j.deadline));
+      }
+    }
     s->restarts += j.restarts;
     s->preemptions += j.preemptions;
     s->failures += j.failures;
@@ -57,6 +67,8 @@ void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoi
     s->median_queueing_s = Quantile(queueing, 0.5);
   }
   if (!ftf.empty()) s->avg_ftf = ftf_sum / ftf.size();
+  if (s->deadline_jobs > 0) s->deadline_met_fraction = static_cast<double>(s->deadline_met) / s->deadline_jobs;
+  if (deadline_finished > 0) s->avg_tardiness_s = tardiness_sum / deadline_finished;
   if (first_submit == kNever) first_submit = 0;
   s->makespan_s = std::max(0.0, ToSeconds(end - first_submit));
 

@@ -3,6 +3,7 @@
 // are counted and listed, never averaged into JCTs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct JobRecord {
   SimTime submit = 0;
   SimTime first_start = kNever;
   SimTime finish = kNever;
+  std::optional<SimTime> deadline;  // absolute; none when the job has none
+  // Finished by its deadline (false for unfinished and rejected jobs).
+  bool DeadlineMet() const { return deadline && outcome == JobOutcome::kFinished && finish <= *deadline; }
   double total_iterations = 0;
   double done_iterations = 0;
   double queueing_s = 0;     // first start - submit (to the end if never started)
@@ -73,6 +77,13 @@ struct Summary {
   double useful_utilization = 0;      // GPU-time making progress / available
   double avg_ftf = 0, max_ftf = 0;    // finish-time fairness: JCT / isolated time
   int restarts = 0, preemptions = 0, failures = 0;
+  // Jobs with a deadline; those finished by it; their fraction of the jobs
+  // with one (unfinished and rejected jobs count as missed; 0 when no job
+  // has a deadline); mean tardiness (finish - deadline, 0 when on time)
+  // over the deadline jobs that finished.
+  int deadline_jobs = 0, deadline_met = 0;
+  double deadline_met_fraction = 0;
+  double avg_tardiness_s = 0;
   int64_t decisions = 0;
   int64_t events = 0;
   int64_t truth_fallbacks = 0;        // table truth missing -> estimator

@@ -49,6 +49,10 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["restarts"] = s.restarts;
   j["preemptions"] = s.preemptions;
   j["failures"] = s.failures;
+  j["deadline_jobs"] = s.deadline_jobs;
+  j["deadline_met"] = s.deadline_met;
+  j["deadline_met_fraction"] = s.deadline_met_fraction;
+  j["avg_tardiness_s"] = s.avg_tardiness_s;
   j["decisions"] = s.decisions;
   j["events"] = s.events;
   j["truth_fallbacks"] = s.truth_fallbacks;
@@ -138,6 +142,11 @@ void RenderSummary(const Summary& s, std::ostream& out) {
   t.AddRow({"finish-time fairness", "avg " + FormatDouble(s.avg_ftf, 3) + ", max " + FormatDouble(s.max_ftf, 3)});
   t.AddRow({"restarts / preemptions / failures", std::to_string(s.restarts) + " / " + std::to_string(s.preemptions) +
                                                     " / " + std::to_string(s.failures)});
+  if (s.deadline_jobs > 0) {
+    t.AddRow({"deadlines met", std::to_string(s.deadline_met) + " of " + std::to_string(s.deadline_jobs) + " (" +
+                                   FormatDouble(100 * s.deadline_met_fraction, 3) + "%)"});
+    t.AddRow({"mean tardiness (finished)", Hours(s.avg_tardiness_s)});
+  }
   t.AddRow({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
   if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
   t.AddRow({"simulation wall time", FormatDouble(s.sim_wall_time_s, 3) + " s"});
@@ -148,15 +157,24 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
   if (list.empty()) return;
   out << "cluster " << list[0].cluster << " (" << list[0].total_gpus << " GPUs), trace " << list[0].trace
       << ", truth " << list[0].truth << ", placement " << list[0].placement << ", seed " << list[0].seed << "\n";
-  TextTable t({"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h", "p99 h", "avg queue h",
-               "makespan h", "alloc %", "useful %", "avg FTF", "restarts", "wall s"});
+  // Deadline columns only when some job has a deadline.
+  bool deadlines = std::any_of(list.begin(), list.end(), [](const Summary& s) { return s.deadline_jobs > 0; });
+  std::vector<std::string> head = {"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h",
+                                   "p99 h", "avg queue h", "makespan h", "alloc %", "useful %", "avg FTF"};
+  if (deadlines) head.insert(head.end(), {"deadline met %", "tardiness h"});
+  head.insert(head.end(), {"restarts", "wall s"});
+  TextTable t(head);
   for (const Summary& s : list) {
-    t.AddRow({s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
-              std::to_string(s.jobs_rejected), FormatDouble(s.avg_jct_s / 3600, 4),
-              FormatDouble(s.median_jct_s / 3600, 4), FormatDouble(s.p99_jct_s / 3600, 4),
-              FormatDouble(s.avg_queueing_s / 3600, 4), FormatDouble(s.makespan_s / 3600, 4),
-              FormatDouble(100 * s.gpu_utilization, 3), FormatDouble(100 * s.useful_utilization, 3),
-              FormatDouble(s.avg_ftf, 3), std::to_string(s.restarts), FormatDouble(s.sim_wall_time_s, 3)});
+    std::vector<std::string> row = {s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
+                                    std::to_string(s.jobs_rejected), FormatDouble(s.avg_jct_s / 3600, 4),
+                                    FormatDouble(s.median_jct_s / 3600, 4), FormatDouble(s.p99_jct_s / 3600, 4),
+                                    FormatDouble(s.avg_queueing_s / 3600, 4), FormatDouble(s.makespan_s / 3600, 4),
+                                    FormatDouble(100 * s.gpu_utilization, 3), FormatDouble(100 * s.useful_utilization, 3),
+                                    FormatDouble(s.avg_ftf, 3)};
+    if (deadlines)
+      row.insert(row.end(), {FormatDouble(100 * s.deadline_met_fraction, 3), FormatDouble(s.avg_tardiness_s / 3600, 4)});
+    row.insert(row.end(), {std::to_string(s.restarts), FormatDouble(s.sim_wall_time_s, 3)});
+    t.AddRow(row);
   }
   out << t.Render();
 }
@@ -167,7 +185,7 @@ Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::strin
          "jct_s,queueing_s,waiting_s,reconfig_s,restarts,preemptions,failures,total_iterations,done_iterations,"
          "lost_iterations,gpu_hours";
   for (size_t t = 0; t < cluster.types().size(); ++t) out << ",gpu_hours_" << cluster.TypeName(static_cast<int>(t));
-  out << ",isolated_s,finish_time_fairness\n";
+  out << ",isolated_s,finish_time_fairness,deadline_s,deadline_met\n";
   auto quote = [](const std::string& s) {
     if (s.find_first_of(",\"\n") == std::string::npos) return s;
     std::string q = "\"";
@@ -188,7 +206,8 @@ Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::strin
         << Num(j.gpu_s / 3600, 12);
     for (double g : j.gpu_s_by_type) out << ',' << Num(g / 3600, 12);
     out << ',' << Num(j.isolated_s, 12) << ',' << (finished && j.isolated_s > 0 ? Num(j.jct_s() / j.isolated_s) : "")
-        << '\n';
+        << ',' << (j.deadline ? Num(ToSeconds(*j.deadline), 12) : "") << ','
+        << (j.deadline ? (j.DeadlineMet() ? "true" : "false") : "") << '\n';
   }
   return WriteFile(path, out.str());
 }
@@ -274,7 +293,8 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
       << "set key bottom right\nset xlabel 'JCT (hours)'\nset ylabel 'fraction of finished jobs'\n"
       << "set logscale x\nset yrange [0:1]\nplot ";
   std::ostringstream bar_data;
-  bar_data << "# policy avg_jct_h p99_jct_h avg_queueing_h\n";
+  bar_data << "# policy avg_jct_h p99_jct_h avg_queueing_h deadline_met_percent\n";
+  bool deadlines = false;
   for (size_t i = 0; i < runs.size(); ++i) {
     const SimResult& r = runs[i];
     summaries.push_back(r.summary);
@@ -288,7 +308,9 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
     cdf << (i ? ", " : "") << "'" << sub << "/jct_cdf.dat' using 1:2 with lines lw 2 title '" << r.summary.policy
         << "'";
     bar_data << '"' << r.summary.policy << "\" " << Num(r.summary.avg_jct_s / 3600) << ' '
-             << Num(r.summary.p99_jct_s / 3600) << ' ' << Num(r.summary.avg_queueing_s / 3600) << '\n';
+             << Num(r.summary.p99_jct_s / 3600) << ' ' << Num(r.summary.avg_queueing_s / 3600) << ' '
+             << Num(100 * r.summary.deadline_met_fraction) << '\n';
+    deadlines |= r.summary.deadline_jobs > 0;
   }
   cdf << "\n";
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "summary.json").string(), SummaryListJson(summaries, /*wall_time=*/false)));
@@ -299,6 +321,11 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
        << "set grid ytics\nset ylabel 'hours'\nset xtics rotate by -20\n"
        << "plot 'compare.dat' using 2:xtic(1) title 'avg JCT', '' using 3 title 'p99 JCT', "
           "'' using 4 title 'avg queueing'\n";
+  if (deadlines) {
+    bars << "set output 'compare_deadlines.png'\nset title 'Jobs finished by their deadline'\n"
+         << "set ylabel 'percent of jobs with a deadline'\nset yrange [0:100]\nset key off\n"
+         << "plot 'compare.dat' using 5:xtic(1) title 'deadline met'\n";
+  }
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.gp").string(), cdf.str() + bars.str()));
   std::string w = RunGnuplot(dir, "compare.gp");
   if (warning) *warning = w;

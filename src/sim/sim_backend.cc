@@ -887,6 +887,7 @@ struct SimBackend::Impl {
       rec.submit = s.submit;
       rec.first_start = j.view.first_start;
       rec.finish = j.finish;
+      rec.deadline = s.deadline;
       rec.total_iterations = j.view.total_iterations;
       rec.done_iterations = j.view.done_iterations;
       switch (j.status) {

@@ -1,0 +1,49 @@
+#include "sim/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace tessel {
+namespace {
+
+JobRecord Job(JobOutcome outcome, double submit_s, double finish_s, std::optional<double> deadline_s) {
+  JobRecord j;
+  j.id = "j";
+  j.outcome = outcome;
+  j.submit = Seconds(submit_s);
+  j.finish = outcome == JobOutcome::kFinished ? Seconds(finish_s) : kNever;
+  if (deadline_s) j.deadline = Seconds(*deadline_s);
+  return j;
+}
+
+// Deadline metrics (issue 15): met = finished by the deadline; unfinished
+// and rejected jobs count as missed; tardiness averages over the deadline
+// jobs that finished, 0 for those on time.
+TEST(Summarize, DeadlineMetricsCountMissedRejectedAndUnfinishedJobs) {
+  std::vector<JobRecord> jobs = {
+      Job(JobOutcome::kFinished, 0, 100, 100),     // met, exactly on time
+      Job(JobOutcome::kFinished, 0, 400, 100),     // late by 300 s
+      Job(JobOutcome::kRejected, 0, 0, 50),        // refused: missed
+      Job(JobOutcome::kPending, 0, 0, 1000),       // never finished: missed
+      Job(JobOutcome::kFinished, 0, 50, std::nullopt),  // no deadline: not counted
+  };
+  Summary s;
+  Summarize(jobs, {}, 8, Seconds(500), &s);
+  EXPECT_EQ(s.deadline_jobs, 4);
+  EXPECT_EQ(s.deadline_met, 1);
+  EXPECT_DOUBLE_EQ(s.deadline_met_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(s.avg_tardiness_s, 150);
+  EXPECT_TRUE(jobs[0].DeadlineMet());
+  EXPECT_FALSE(jobs[1].DeadlineMet());
+  EXPECT_FALSE(jobs[4].DeadlineMet());
+}
+
+TEST(Summarize, NoDeadlinesGiveZeros) {
+  Summary s;
+  Summarize({Job(JobOutcome::kFinished, 0, 10, std::nullopt)}, {}, 8, Seconds(10), &s);
+  EXPECT_EQ(s.deadline_jobs, 0);
+  EXPECT_EQ(s.deadline_met_fraction, 0);
+  EXPECT_EQ(s.avg_tardiness_s, 0);
+}
+
+}  // namespace
+}  // namespace tessel
