@@ -68,6 +68,16 @@ TEST(ParamsJson, UnknownFieldIsAnError) {
   EXPECT_TRUE(PerfParamsFromJson(R"({"iteration_overhead_s": 0.1})", "p.json").ok());
 }
 
+// Found by fuzzing: an integer field given 2e87 was converted to int
+// (undefined behaviour); now a clear error.
+TEST(ParamsJson, IntegerFieldOutOfRangeIsAnError) {
+  auto p = PerfParamsFromJson(R"({"frameworks": [{"name": "megatron", "max_zero": 2e87}]})", "p.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().message(),
+            "p.json: frameworks: megatron: max_zero: expected a whole number from 0 to 1000000, got 2e+87");
+  EXPECT_FALSE(PerfParamsFromJson(R"({"frameworks": [{"name": "m", "zero3_prefetch": 1.5}]})", "p.json").ok());
+}
+
 TEST(ParamsJson, OutOfRangeValuesAreRefused) {
   for (const char* text : {R"({"links": {"network": {"efficiency": 0, "step_latency_us": 5}}})",
                            R"({"links": {"pcie": {"efficiency": 0.8, "step_latency_us": -5}}})",

@@ -407,13 +407,23 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.dropout = f.value("dropout", fp.dropout);
         fp.chunked_loss = f.value("chunked_loss", fp.chunked_loss);
         fp.op_level_selective = f.value("op_level_selective", fp.op_level_selective);
-        fp.zero3_prefetch = f.value("zero3_prefetch", fp.zero3_prefetch);
+        // Integer fields: a JSON number that is not a whole number in
+        // [0, 1e6] is refused here (2e87 converted to int is undefined).
+        for (auto [key, out] : {std::pair<const char*, int*>{"zero3_prefetch", &fp.zero3_prefetch},
+                                {"max_zero", &fp.max_zero},
+                                {"moe_dense_dispatch_group", &fp.moe_dense_dispatch_group}}) {
+          auto it = f.find(key);
+          if (it == f.end()) continue;
+          double v = it->is_number() ? it->get<double>() : -1;
+          if (!(v >= 0 && v <= 1e6 && v == std::floor(v)))
+            return InvalidArgument(source + ": frameworks: " + fp.name + ": " + key +
+                                   ": expected a whole number from 0 to 1000000, got " + JsonText(*it));
+          *out = static_cast<int>(v);
+        }
         fp.dp_overlap = f.value("dp_overlap", fp.dp_overlap);
         fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
         fp.native_kernels = f.value("native_kernels", fp.native_kernels);
-        fp.max_zero = f.value("max_zero", fp.max_zero);
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
-        fp.moe_dense_dispatch_group = f.value("moe_dense_dispatch_group", fp.moe_dense_dispatch_group);
         if (fp.moe_dense_dispatch_group < 0)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": moe_dense_dispatch_group must be >= 0");
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);

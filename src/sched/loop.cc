@@ -155,6 +155,7 @@ Result<bool> SchedulerLoop::Step() {
       wakes_.push(d.wake_at);
     }
     last_decision_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    decision_times_.Add(last_decision_s_);
   }
   backend_.Settle(now_);
   if (after_step_) after_step_(now_);

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/duration_histogram.h"
 #include "core/status.h"
 #include "policy/policy.h"
 #include "sched/backend.h"
@@ -70,6 +71,8 @@ class SchedulerLoop {
   int64_t timer_events() const { return timer_events_; }
   // Wall time of the last decision (policy + check + apply), seconds.
   double last_decision_s() const { return last_decision_s_; }
+  // Every decision's wall time so far.
+  const DurationHistogram& decision_times() const { return decision_times_; }
 
  private:
   void ScheduleRound();
@@ -88,6 +91,7 @@ class SchedulerLoop {
   int64_t decisions_ = 0;
   int64_t timer_events_ = 0;
   double last_decision_s_ = 0;
+  DurationHistogram decision_times_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> poked_{false};
   std::function<void(SimTime)> after_step_;

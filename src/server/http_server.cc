@@ -197,7 +197,7 @@ void HttpServer::Impl::Configure() {
                                                           ? options.keep_alive_max_requests
                                                           : 1));
 
-  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     tls_scope = RequestScope{true, SteadyClock::now(), ""};
     auto refuse = [&](int code, const std::string& message) {
       res.status = code;

@@ -37,6 +37,10 @@ Result<SimResult> Simulator::Run() {
   SimResult result = backend.Collect(loop.now(), loop.decisions(), loop.timer_events());
   if (progress_) progress_({backend.EndTime(loop.now()), backend.done_jobs(), backend.total_jobs()});
   result.summary.placement = PlacementRuleName(config_.placement);
+  const DurationHistogram& decide = loop.decision_times();
+  result.summary.decision_p50_ms = 1e3 * decide.Quantile(0.5);
+  result.summary.decision_p99_ms = 1e3 * decide.Quantile(0.99);
+  result.summary.decision_max_ms = 1e3 * decide.max_s();
   result.summary.sim_wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

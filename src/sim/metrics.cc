@@ -74,16 +74,31 @@ void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoi
 
   // Time integrals over the piecewise-constant timeline.
   double alloc_gs = 0, useful_gs = 0, samples = 0, tokens = 0;
+  std::vector<std::pair<double, double>> rate_time;  // (samples/s, seconds held)
   for (size_t i = 0; i < timeline.size(); ++i) {
     SimTime a = std::max(timeline[i].time, first_submit);
     SimTime b = i + 1 < timeline.size() ? timeline[i + 1].time : end;
     if (b <= a) continue;
     double dt = ToSeconds(b - a);
+    rate_time.emplace_back(timeline[i].samples_per_s, dt);
+    s->cluster_throughput_peak = std::max(s->cluster_throughput_peak, timeline[i].samples_per_s);
     alloc_gs += timeline[i].allocated_gpus * dt;
     useful_gs += timeline[i].progressing_gpus * dt;
     samples += timeline[i].samples_per_s * dt;
     tokens += timeline[i].tokens_per_s * dt;
   }
+  if (!rate_time.empty()) {
+    std::sort(rate_time.begin(), rate_time.end());
+    double total = 0;
+    for (const auto& [r, dt] : rate_time) total += dt;
+    double seen = 0;
+    for (const auto& [r, dt] : rate_time) {
+      seen += dt;
+      s->cluster_throughput_p99 = r;
+      if (seen >= 0.99 * total) break;
+    }
+  }
+  if (alloc_gs > 0) s->samples_per_gpu_s = samples / alloc_gs;
   if (s->makespan_s > 0) {
     double avail = total_gpus * s->makespan_s;
     s->gpu_utilization = alloc_gs / avail;

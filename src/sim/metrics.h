@@ -84,7 +84,16 @@ struct Summary {
   int deadline_jobs = 0, deadline_met = 0;
   double deadline_met_fraction = 0;
   double avg_tardiness_s = 0;
+  // Cluster throughput over time (samples/s of the piecewise-constant
+  // timeline from the first submit): its peak and time-weighted p99; and
+  // samples per allocated GPU-second (the average job's throughput per GPU).
+  double cluster_throughput_peak = 0, cluster_throughput_p99 = 0;
+  double samples_per_gpu_s = 0;
   int64_t decisions = 0;
+  // Wall time of one decision (policy + check + apply), milliseconds: p50,
+  // p99 (within 1%) and max. Wall times, like sim_wall_time_s, stay out of
+  // the files under --out.
+  double decision_p50_ms = 0, decision_p99_ms = 0, decision_max_ms = 0;
   int64_t events = 0;
   int64_t truth_fallbacks = 0;        // table truth missing -> estimator
   double sim_wall_time_s = 0;

@@ -45,5 +45,23 @@ TEST(Summarize, NoDeadlinesGiveZeros) {
   EXPECT_EQ(s.avg_tardiness_s, 0);
 }
 
+// Cluster throughput over time: peak, time-weighted p99, per GPU-second.
+TEST(Summarize, ClusterThroughputPeakP99AndPerGpu) {
+  std::vector<TimelinePoint> tl(3);
+  tl[0].time = Seconds(0);
+  tl[0].samples_per_s = 100;
+  tl[0].allocated_gpus = 4;
+  tl[1].time = Seconds(990);
+  tl[1].samples_per_s = 1000;  // 10 s of 1000 at the end: 1% of the time
+  tl[1].allocated_gpus = 8;
+  tl[2].time = Seconds(1000);
+  Summary s;
+  Summarize({Job(JobOutcome::kFinished, 0, 1000, std::nullopt)}, tl, 8, Seconds(1000), &s);
+  EXPECT_DOUBLE_EQ(s.cluster_throughput_peak, 1000);
+  EXPECT_DOUBLE_EQ(s.cluster_throughput_p99, 100);
+  // (100 * 990 + 1000 * 10) samples / (4 * 990 + 8 * 10) GPU-seconds.
+  EXPECT_NEAR(s.samples_per_gpu_s, 109000.0 / 4040.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace tessel

@@ -53,10 +53,18 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["deadline_met"] = s.deadline_met;
   j["deadline_met_fraction"] = s.deadline_met_fraction;
   j["avg_tardiness_s"] = s.avg_tardiness_s;
+  j["cluster_throughput_peak_samples_per_s"] = s.cluster_throughput_peak;
+  j["cluster_throughput_p99_samples_per_s"] = s.cluster_throughput_p99;
+  j["samples_per_gpu_s"] = s.samples_per_gpu_s;
   j["decisions"] = s.decisions;
   j["events"] = s.events;
   j["truth_fallbacks"] = s.truth_fallbacks;
-  if (wall_time) j["sim_wall_time_s"] = s.sim_wall_time_s;
+  if (wall_time) {
+    j["decision_p50_ms"] = s.decision_p50_ms;
+    j["decision_p99_ms"] = s.decision_p99_ms;
+    j["decision_max_ms"] = s.decision_max_ms;
+    j["sim_wall_time_s"] = s.sim_wall_time_s;
+  }
   return j;
 }
 
@@ -137,6 +145,9 @@ void RenderSummary(const Summary& s, std::ostream& out) {
   t.AddRow({"makespan", Hours(s.makespan_s)});
   t.AddRow({"throughput", FormatDouble(s.avg_throughput_samples_per_s, 4) + " samples/s, " +
                               FormatDouble(s.avg_throughput_tokens_per_s, 4) + " tokens/s"});
+  t.AddRow({"cluster throughput peak / p99", FormatDouble(s.cluster_throughput_peak, 4) + " / " +
+                                                FormatDouble(s.cluster_throughput_p99, 4) + " samples/s"});
+  t.AddRow({"samples per GPU-second", FormatDouble(s.samples_per_gpu_s, 4)});
   t.AddRow({"GPU allocation", FormatDouble(100 * s.gpu_utilization, 3) + "%"});
   t.AddRow({"useful utilisation", FormatDouble(100 * s.useful_utilization, 3) + "%"});
   t.AddRow({"finish-time fairness", "avg " + FormatDouble(s.avg_ftf, 3) + ", max " + FormatDouble(s.max_ftf, 3)});
@@ -149,6 +160,9 @@ void RenderSummary(const Summary& s, std::ostream& out) {
   }
   t.AddRow({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
   if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
+  t.AddRow({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
+                                                FormatDouble(s.decision_p99_ms, 3) + " / " +
+                                                FormatDouble(s.decision_max_ms, 3) + " ms"});
   t.AddRow({"simulation wall time", FormatDouble(s.sim_wall_time_s, 3) + " s"});
   out << t.Render();
 }
@@ -162,7 +176,7 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
   std::vector<std::string> head = {"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h",
                                    "p99 h", "avg queue h", "makespan h", "alloc %", "useful %", "avg FTF"};
   if (deadlines) head.insert(head.end(), {"deadline met %", "tardiness h"});
-  head.insert(head.end(), {"restarts", "wall s"});
+  head.insert(head.end(), {"restarts", "decide p99 ms", "wall s"});
   TextTable t(head);
   for (const Summary& s : list) {
     std::vector<std::string> row = {s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
@@ -173,7 +187,8 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
                                     FormatDouble(s.avg_ftf, 3)};
     if (deadlines)
       row.insert(row.end(), {FormatDouble(100 * s.deadline_met_fraction, 3), FormatDouble(s.avg_tardiness_s / 3600, 4)});
-    row.insert(row.end(), {std::to_string(s.restarts), FormatDouble(s.sim_wall_time_s, 3)});
+    row.insert(row.end(), {std::to_string(s.restarts), FormatDouble(s.decision_p99_ms, 3),
+                           FormatDouble(s.sim_wall_time_s, 3)});
     t.AddRow(row);
   }
   out << t.Render();
