@@ -10,6 +10,8 @@
 #   scripts/fuzz.sh [SECONDS]       all targets
 #   TARGETS="trace model" scripts/fuzz.sh 600
 #   FUZZ_JOBS=2 scripts/fuzz.sh     two targets at a time
+#   FUZZ_SEED=1 scripts/fuzz.sh 20  libFuzzer's seed fixed (CI: the same
+#                                   mutations each run, not a new lottery)
 #
 # Seeds named "<digit>-name" are for targets whose first input byte picks
 # what is fuzzed; the digit becomes that byte.
@@ -82,7 +84,9 @@ run_target() {
     fi
   fi
   prepare_corpus "$t"
-  if ! "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  local seed_args=()
+  [[ -n "${FUZZ_SEED:-}" ]] && seed_args=(-seed="$FUZZ_SEED")
+  if ! "$bin" "${seed_args[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$BUILD/fuzz-artifacts/$t/" "$BUILD/fuzz-corpus/$t" >"$log" 2>&1; then
     echo "$t: FINDING (input in $BUILD/fuzz-artifacts/$t/):" >&2
     grep -E "ERROR|runtime error|fuzz invariant|SUMMARY|Test unit written" "$log" | head -n 20 >&2

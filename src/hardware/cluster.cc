@@ -152,6 +152,10 @@ Result<NodePool> ParsePool(const YAML::Node& p, const std::string& source, size_
   if (p["gpus_per_node"]) {
     auto g = ReadNumber(p["gpus_per_node"], At(source, p["gpus_per_node"], here + ".gpus_per_node"), true);
     if (!g.ok()) return g.status();
+    // Range-checked before the narrowing cast (2e18 converted to int is
+    // undefined; found by fuzzing).
+    if (!(*g >= 1 && *g <= 64))
+      return InvalidArgument(At(source, p["gpus_per_node"], here + ".gpus_per_node") + ": must be between 1 and 64");
     pool.gpus_per_node = static_cast<int>(*g);
   }
   if (p["intra"]) {
@@ -201,7 +205,10 @@ Result<ClusterSpec> ParseClusterYaml(const std::string& text, const std::string&
       if (racks["nodes_per_rack"]) {
         auto n = ReadNumber(racks["nodes_per_rack"], At(source, racks["nodes_per_rack"], "racks.nodes_per_rack"), true);
         if (!n.ok()) return n.status();
-        if (*n < 1) return InvalidArgument(At(source, racks["nodes_per_rack"], "racks.nodes_per_rack") + ": must be at least 1");
+        if (!(*n >= 1 && *n <= kMaxClusterNodes))
+          return InvalidArgument(At(source, racks["nodes_per_rack"], "racks.nodes_per_rack") + ": " +
+                                 FormatDouble(*n, 12) + " is out of range; expected 1 to " +
+                                 std::to_string(kMaxClusterNodes));
         spec.nodes_per_rack = static_cast<int>(*n);
       }
       if (racks["oversubscription"]) {
