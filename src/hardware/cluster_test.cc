@@ -143,12 +143,12 @@ TEST(ClusterTest, HugeClustersAreRefusedBeforeAllocation) {
 // Found by fuzzing: numbers past int were narrowed (undefined behaviour)
 // before their range was checked.
 TEST(ClusterTest, CountsPastIntAreRangeErrors) {
-  auto racks = ParseClusterYaml("name: r\nracks: {nodes_per_rack: 2e18}\npools:\n  - {name: a, gpu: a100-80g, nodes: 2}\n",
+  auto racks = ParseClusterYaml("name: r\nracks: {nodes_per_rack: 2000000000000000000}\npools:\n  - {name: a, gpu: a100-80g, nodes: 2}\n",
                                 "r.yaml");
   ASSERT_FALSE(racks.ok());
   EXPECT_EQ(racks.status().message(),
             "r.yaml:2: racks.nodes_per_rack: 2e+18 is out of range; expected 1 to 100000");
-  auto gpn = ParseClusterYaml("name: g\npools:\n  - {name: a, gpu: a100-80g, nodes: 2, gpus_per_node: 2e18}\n", "g.yaml");
+  auto gpn = ParseClusterYaml("name: g\npools:\n  - {name: a, gpu: a100-80g, nodes: 2, gpus_per_node: 2000000000000000000}\n", "g.yaml");
   ASSERT_FALSE(gpn.ok());
   EXPECT_NE(gpn.status().message().find("g.yaml:3: pools[0].gpus_per_node: must be between 1 and 64"), std::string::npos)
       << gpn.status().message();
