@@ -12,8 +12,9 @@ constexpr int kBuckets = 3000;      // up to 1e-9 * 1.01^3000, about 9.6e3 days
 
 int Bucket(double s) {
   if (!(s > kMin)) return 0;
-  int b = static_cast<int>(std::ceil(std::log(s / kMin) / std::log(kGrowth)));
-  return std::clamp(b, 0, kBuckets - 1);
+  // Clamped as a double: 1e300 s would overflow the int (UBSan).
+  double b = std::ceil(std::log(s / kMin) / std::log(kGrowth));
+  return static_cast<int>(std::clamp(b, 0.0, static_cast<double>(kBuckets - 1)));
 }
 
 }  // namespace
