@@ -6,7 +6,8 @@
 # tests that need Slurm or Python (integration.*, examples.*, data.*), which
 # run in the ordinary build (scripts/test.sh). The libraries (the code under
 # test, and the tessel binary the CLI tests run) are instrumented; the test
-# files themselves are not, which halves their compile time.
+# files themselves are not, which cuts their compile time (two sampled test
+# files: 18.0 -> 7.7 s and 11.1 -> 8.2 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh

@@ -28,11 +28,10 @@ void ModelFlags::Add(CLI::App& app, bool required) {
 
 Result<ModelSpec> ModelFlags::Resolve() const {
   ShapeFlags f;
-  constexpr int kMaxShape = kMaxModelDim;
   auto set = [](const std::optional<int>& v, std::optional<int>* out, const char* flag) -> Status {
     if (!v) return Status::Ok();
-    if (*v < 1 || *v > kMaxShape) {
-      return InvalidArgument(std::string(flag) + ": expected an integer from 1 to " + std::to_string(kMaxShape) +
+    if (*v < 1 || *v > kMaxModelDim) {
+      return InvalidArgument(std::string(flag) + ": expected an integer from 1 to " + std::to_string(kMaxModelDim) +
                              ", got " + std::to_string(*v));
     }
     *out = *v;

@@ -23,13 +23,11 @@ bool GetNumber(const nlohmann::json& j, const char* key, T* out) {
   if (!std::isfinite(v)) return false;
   if constexpr (std::is_integral_v<T>) {
     static_assert(std::is_signed_v<T>);
-    // A step of 1e300 is malformed, not an overflowing conversion.
+    // A step of 1e300 is malformed, not an overflowing conversion: T's
+    // range is [min, -min) for a two's-complement T of any width.
     if (!(v >= static_cast<double>(std::numeric_limits<T>::min()) &&
           v < -static_cast<double>(std::numeric_limits<T>::min())))
       return false;
-    if constexpr (sizeof(T) < 8) {
-      if (v > static_cast<double>(std::numeric_limits<T>::max())) return false;
-    }
   }
   *out = static_cast<T>(v);
   return true;

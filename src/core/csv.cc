@@ -43,15 +43,17 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
   // A UTF-8 byte order mark (spreadsheets write one) is not part of the
   // first column's name.
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  // Bounds are checked as each field ends (not per character); the first
+  // one exceeded stops the parse.
   size_t cells = 0;
-  bool too_wide = false;
-  int too_wide_line = 0;
+  std::string bound_error;
   auto end_field = [&] {
-    ++cells;
     if (cur.fields.size() >= kMaxCsvColumns) {
-      too_wide = true;
-      too_wide_line = cur.line;
-      return;
+      bound_error = t.source_ + ":" + std::to_string(cur.line) + ": more than " + std::to_string(kMaxCsvColumns) +
+                    " fields in a row";
+    } else if (++cells > kMaxCsvCells) {
+      bound_error = t.source_ + ":" + std::to_string(cur.line) + ": more than " + std::to_string(kMaxCsvCells) +
+                    " fields in the file";
     }
     cur.fields.push_back(std::move(field));
     field.clear();
@@ -64,14 +66,6 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
     cur = CsvRow();
   };
   for (size_t i = 0; i < text.size(); ++i) {
-    if (too_wide) {
-      return InvalidArgument(t.source_ + ":" + std::to_string(too_wide_line) + ": more than " +
-                             std::to_string(kMaxCsvColumns) + " fields in a row");
-    }
-    if (cells > kMaxCsvCells) {
-      return InvalidArgument(t.source_ + ":" + std::to_string(cur.line) + ": more than " +
-                             std::to_string(kMaxCsvCells) + " fields in the file");
-    }
     char c = text[i];
     if (in_quotes) {
       if (c == '"') {
@@ -92,10 +86,12 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
       field_started = true;
     } else if (c == ',') {
       end_field();
+      if (!bound_error.empty()) return InvalidArgument(bound_error);
     } else if (c == '\r') {
       // tolerate CRLF
     } else if (c == '\n') {
       end_record();
+      if (!bound_error.empty()) return InvalidArgument(bound_error);
       ++line;
       cur.line = line;
     } else {
@@ -108,10 +104,7 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
                            ": unterminated quoted field");
   }
   if (field_started || !cur.fields.empty()) end_record();
-  if (too_wide) {
-    return InvalidArgument(t.source_ + ":" + std::to_string(too_wide_line) + ": more than " +
-                           std::to_string(kMaxCsvColumns) + " fields in a row");
-  }
+  if (!bound_error.empty()) return InvalidArgument(bound_error);
   if (records.empty()) return InvalidArgument(t.source_ + ": empty file, expected a header row");
   for (auto& h : records[0].fields) h = Trim(h);
   t.header_ = records[0].fields;

@@ -102,6 +102,19 @@ Result<double> ReadNumber(const YAML::Node& node, const std::string& where, bool
   return *v;
 }
 
+// A whole number in [lo, hi], checked on the number as written before it is
+// narrowed to an int (4294967297 used to read as 1; 2e57 converted to int
+// is undefined) or sizes anything.
+Result<int> ReadCount(const YAML::Node& node, const std::string& where, int lo, int hi) {
+  auto v = ReadNumber(node, where, true);
+  if (!v.ok()) return v.status();
+  if (!(*v >= lo && *v <= hi)) {
+    return InvalidArgument(where + ": " + FormatDouble(*v, 12) + " is out of range; expected " + std::to_string(lo) +
+                           " to " + std::to_string(hi));
+  }
+  return static_cast<int>(*v);
+}
+
 Result<NodePool> ParsePool(const YAML::Node& p, const std::string& source, size_t index) {
   std::string here = "pools[" + std::to_string(index) + "]";
   if (!p.IsMap()) return InvalidArgument(At(source, p, here) + ": expected a mapping with gpu and nodes");
@@ -140,15 +153,9 @@ Result<NodePool> ParsePool(const YAML::Node& p, const std::string& source, size_
   }
   pool.name = p["name"] ? p["name"].Scalar() : pool.gpu->name;
   if (!p["nodes"]) return InvalidArgument(At(source, p, here + ".nodes") + ": required (how many nodes)");
-  auto nodes = ReadNumber(p["nodes"], At(source, p["nodes"], here + ".nodes"), true);
+  auto nodes = ReadCount(p["nodes"], At(source, p["nodes"], here + ".nodes"), 1, kMaxClusterNodes);
   if (!nodes.ok()) return nodes.status();
-  // Checked on the number as written, before it is narrowed to an int
-  // (4294967297 used to read as 1) or sizes anything.
-  if (!(*nodes >= 1 && *nodes <= kMaxClusterNodes)) {
-    return InvalidArgument(At(source, p["nodes"], here + ".nodes") + ": " + FormatDouble(*nodes, 12) +
-                           " is out of range; expected 1 to " + std::to_string(kMaxClusterNodes));
-  }
-  pool.nodes = static_cast<int>(*nodes);
+  pool.nodes = *nodes;
   if (p["gpus_per_node"]) {
     auto g = ReadNumber(p["gpus_per_node"], At(source, p["gpus_per_node"], here + ".gpus_per_node"), true);
     if (!g.ok()) return g.status();
@@ -167,10 +174,6 @@ Result<NodePool> ParsePool(const YAML::Node& p, const std::string& source, size_
     auto n = ReadNumber(p["network_gbps"], At(source, p["network_gbps"], here + ".network_gbps"), false);
     if (!n.ok()) return n.status();
     pool.network_gbps = *n;
-  }
-  if (pool.nodes < 1) return InvalidArgument(At(source, p["nodes"], here + ".nodes") + ": must be at least 1");
-  if (pool.gpus_per_node < 1 || pool.gpus_per_node > 64) {
-    return InvalidArgument(At(source, p, here + ".gpus_per_node") + ": must be between 1 and 64");
   }
   if (!(pool.network_gbps > 0)) return InvalidArgument(At(source, p, here + ".network_gbps") + ": must be positive");
   return pool;
@@ -203,13 +206,10 @@ Result<ClusterSpec> ParseClusterYaml(const std::string& text, const std::string&
     if (const YAML::Node racks = root["racks"]) {
       if (!racks.IsMap()) return InvalidArgument(At(source, racks, "racks") + ": expected {nodes_per_rack, oversubscription}");
       if (racks["nodes_per_rack"]) {
-        auto n = ReadNumber(racks["nodes_per_rack"], At(source, racks["nodes_per_rack"], "racks.nodes_per_rack"), true);
+        auto n = ReadCount(racks["nodes_per_rack"], At(source, racks["nodes_per_rack"], "racks.nodes_per_rack"), 1,
+                           kMaxClusterNodes);
         if (!n.ok()) return n.status();
-        if (!(*n >= 1 && *n <= kMaxClusterNodes))
-          return InvalidArgument(At(source, racks["nodes_per_rack"], "racks.nodes_per_rack") + ": " +
-                                 FormatDouble(*n, 12) + " is out of range; expected 1 to " +
-                                 std::to_string(kMaxClusterNodes));
-        spec.nodes_per_rack = static_cast<int>(*n);
+        spec.nodes_per_rack = *n;
       }
       if (racks["oversubscription"]) {
         auto o = ReadNumber(racks["oversubscription"], At(source, racks["oversubscription"], "racks.oversubscription"), false);

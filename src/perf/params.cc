@@ -424,8 +424,6 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
         fp.native_kernels = f.value("native_kernels", fp.native_kernels);
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
-        if (fp.moe_dense_dispatch_group < 0)
-          return InvalidArgument(source + ": frameworks: " + fp.name + ": moe_dense_dispatch_group must be >= 0");
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
@@ -437,8 +435,8 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.kernel_efficiency = f.value("kernel_efficiency", fp.kernel_efficiency);
         if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
-        if (fp.zero3_prefetch < 0 || fp.launch_us < 0 || fp.layer_overhead_us < 0)
-          return InvalidArgument(source + ": frameworks: " + fp.name + ": zero3_prefetch, launch_us and layer_overhead_us must be >= 0");
+        if (fp.launch_us < 0 || fp.layer_overhead_us < 0)
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": launch_us and layer_overhead_us must be >= 0");
         p.frameworks.push_back(fp);
       }
       if (p.frameworks.empty()) return InvalidArgument(source + ": frameworks: at least one is needed");
