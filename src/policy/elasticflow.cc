@@ -1,10 +1,15 @@
 #include "policy/elasticflow.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
 #include <optional>
 #include <queue>
 #include <tuple>
 
+#include "core/sim_time.h"
+#include "core/strings.h"
 #include "policy/placement.h"
 
 namespace tessel {
@@ -26,10 +31,78 @@ std::vector<int> Sizes(const JobSpec& spec) {
   return sizes;
 }
 
+// One GPU type's free GPUs over time from the decision (seconds from now),
+// a step function: segment s covers [start[s], start[s + 1]), the last one
+// is open-ended. ElasticFlow's free-resource table, in continuous time.
+struct FreeProfile {
+  std::vector<double> start{0.0};
+  std::vector<int> free;
+  explicit FreeProfile(int capacity) : free{capacity} {}
+
+  // Makes a segment start at `t` (> 0, finite) and returns its index.
+  size_t SplitAt(double t) {
+    size_t s = std::upper_bound(start.begin(), start.end(), t) - start.begin() - 1;
+    if (start[s] == t) return s;
+    start.insert(start.begin() + s + 1, t);
+    free.insert(free.begin() + s + 1, free[s]);
+    return s + 1;
+  }
+};
+
+// A job's sizes on one type that fit, ascending, with iterations/s at each.
+struct Levels {
+  std::vector<int> gpus;
+  std::vector<double> rate;
+  // Index of the largest size <= cap, -1 when none.
+  int AtMost(int cap) const {
+    int i = static_cast<int>(std::upper_bound(gpus.begin(), gpus.end(), cap) - gpus.begin()) - 1;
+    return i;
+  }
+};
+
+// Runs `work` iterations from now at target size q, each segment at the
+// largest size <= min(q, free GPUs): the finish time (infinite when it
+// never finishes or passes `deadline` first) and the size it holds now.
+std::pair<double, int> Simulate(const Levels& lv, int q, double work, double deadline, const FreeProfile& f) {
+  double t = 0, rem = work;
+  int now = 0;
+  for (size_t s = 0; s < f.free.size(); ++s) {
+    const double end = s + 1 < f.free.size() ? f.start[s + 1] : std::numeric_limits<double>::infinity();
+    const int a = lv.AtMost(std::min(q, f.free[s]));
+    if (s == 0) now = a < 0 ? 0 : lv.gpus[a];
+    if (a >= 0) {
+      const double need = rem / lv.rate[a];
+      if (t + need <= end) return {t + need, now};
+      rem -= lv.rate[a] * (end - t);
+    }
+    t = end;
+    if (t > deadline) break;
+  }
+  return {std::numeric_limits<double>::infinity(), now};
+}
+
+// ElasticFlow's minimum satisfactory share: the smallest size q at which
+// the job, given min(q, free) in every segment, finishes by `deadline`.
+// When one exists its use is taken out of `f` and the size it holds now
+// is returned (0 when the GPUs it needs come free only later).
+std::optional<int> MinSatisfactoryShare(const Levels& lv, double work, double deadline, FreeProfile& f) {
+  for (int q : lv.gpus) {
+    auto [finish, now] = Simulate(lv, q, work, deadline, f);
+    if (!(finish <= deadline)) continue;
+    if (finish > 0) f.SplitAt(finish);
+    for (size_t s = 0; s < f.free.size() && f.start[s] < finish; ++s) {
+      const int a = lv.AtMost(std::min(q, f.free[s]));
+      if (a >= 0) f.free[s] -= lv.gpus[a];
+    }
+    return now;
+  }
+  return std::nullopt;
+}
+
 class ElasticFlowPolicy : public BaselinePolicy {
  public:
-  ElasticFlowPolicy(double hysteresis, PlanMode mode)
-      : BaselinePolicy("elasticflow", true, mode), hysteresis_(hysteresis) {}
+  ElasticFlowPolicy(double hysteresis, bool admission, PlanMode mode)
+      : BaselinePolicy("elasticflow", true, mode), hysteresis_(hysteresis), admission_(admission) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -53,9 +126,29 @@ class ElasticFlowPolicy : public BaselinePolicy {
              std::tie(snap.jobs[b]->spec->submit, snap.jobs[b]->index);
     });
 
-    // 1. Minimum shares in submit order.
+    // 0. Admission control and minimum satisfactory shares of the jobs with
+    // deadlines (their share now; -1: planned nowhere, best-effort below).
+    std::vector<int> share(n, -1);
+    if (admission_) Admit(snap, order, left, sizes, type, share, d);
+
+    // 1. Shares: admitted jobs their minimum satisfactory share now; then
+    // in submit order every other job (best-effort, late, or admitted but
+    // planned to start later) its minimum size while GPUs of its type remain.
+    for (int i : order) {
+      if (share[i] <= 0) continue;
+      step[i] = static_cast<int>(std::find(sizes[i].begin(), sizes[i].end(), share[i]) - sizes[i].begin());
+      left[type[i]] -= share[i];
+    }
     for (int i : order) {
       const JobView& job = *snap.jobs[i];
+      if (share[i] > 0 || share[i] == kRejected) continue;
+      if (type[i] >= 0) {  // admitted on a type: its sizes there
+        if (!sizes[i].empty() && left[type[i]] >= sizes[i].front()) {
+          step[i] = 0;
+          left[type[i]] -= sizes[i].front();
+        }
+        continue;
+      }
       sizes[i] = Sizes(*job.spec);
       // The job's real minimum is the smallest size its model fits at.
       const int smallest = sizes[i].front();
@@ -87,7 +180,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
       left[t] -= lo;
     }
 
-    // 2. Leftover GPUs by marginal return per added GPU.
+  // 2. Leftover GPUs by marginal return per added GPU.
     using Offer = std::tuple<double, int, int>;  // gain, -job index, position
     std::priority_queue<Offer> offers;
     auto offer = [&](int i) {
@@ -184,7 +277,132 @@ class ElasticFlowPolicy : public BaselinePolicy {
     return gain;
   }
 
+  static constexpr int kRejected = -2;  // share[i] of a job refused admission
+
+  // The job's sizes on `type` that fit, with their iterations/s.
+  static Levels LevelsOn(const Snapshot& snap, const JobSpec& spec, int type) {
+    Levels lv;
+    const Cluster& cluster = *snap.cluster;
+    for (int g : Sizes(spec)) {
+      if (g > cluster.types()[type].total_gpus) break;
+      const JobRate& r = snap.belief->Rate(spec, type, g, MinNodes(cluster, type, g));
+      if (!r.fits || !(r.iteration_time_s > 0)) continue;
+      lv.gpus.push_back(g);
+      lv.rate.push_back(1.0 / r.iteration_time_s);
+    }
+    return lv;
+  }
+
+  // ElasticFlow's admission control (Gu et al. §4.2) per GPU type. The
+  // admitted jobs of each type are planned earliest deadline first, each
+  // its minimum satisfactory share of what the earlier ones left; a job
+  // that can no longer meet its deadline (the belief was wrong, or it was
+  // admitted on an estimate) is late and runs best-effort. Then each new
+  // job with a deadline, in submit order, is admitted on the first of its
+  // types where it and every admitted, not-late job of that type still meet
+  // their deadlines; otherwise it is rejected. Sets type, sizes (the job's
+  // sizes on its type) and share (its size now) of admitted jobs.
+  void Admit(const Snapshot& snap, const std::vector<int>& order, const std::vector<int>& capacity,
+             std::vector<std::vector<int>>& sizes, std::vector<int>& type, std::vector<int>& share, Decision& d) {
+    const int n = static_cast<int>(snap.jobs.size());
+    const int num_types = static_cast<int>(capacity.size());
+    std::map<int, int> still;  // admitted jobs still active
+    std::vector<std::vector<int>> on_type(num_types);  // admitted, not late, EDF
+    std::vector<Levels> levels(n);
+    std::vector<double> due(n, 0), work(n, 0);
+    std::vector<int> fresh;
+    for (int i : order) {
+      const JobView& job = *snap.jobs[i];
+      if (!job.spec->deadline) continue;
+      due[i] = ToSeconds(*job.spec->deadline - snap.now);
+      work[i] = std::max(0.0, job.remaining_iterations());
+      auto it = admitted_.find(job.index);
+      if (it == admitted_.end()) {
+        fresh.push_back(i);
+        continue;
+      }
+      still.emplace(job.index, it->second);
+      type[i] = it->second;
+      levels[i] = LevelsOn(snap, *job.spec, type[i]);
+      sizes[i] = levels[i].gpus;
+      if (!levels[i].gpus.empty()) on_type[type[i]].push_back(i);
+    }
+    admitted_ = std::move(still);
+    auto edf = [&](std::vector<int>& v) {
+      std::stable_sort(v.begin(), v.end(), [&](int a, int b) {
+        return std::tie(due[a], snap.jobs[a]->index) < std::tie(due[b], snap.jobs[b]->index);
+      });
+    };
+    // Plans `jobs` (EDF) on a fresh profile of type t; the shares now, or
+    // nullopt when `must` (a job index) or... any job but late ones fails.
+    auto plan = [&](int t, std::vector<int>& jobs, std::vector<int>* late) {
+      FreeProfile f(capacity[t]);
+      std::vector<std::pair<int, int>> out;
+      for (int i : jobs) {
+        std::optional<int> now = MinSatisfactoryShare(levels[i], work[i], due[i], f);
+        if (now) {
+          out.push_back({i, *now});
+        } else if (late != nullptr) {
+          late->push_back(i);
+        } else {
+          return std::optional<std::vector<std::pair<int, int>>>();
+        }
+      }
+      return std::optional<std::vector<std::pair<int, int>>>(std::move(out));
+    };
+    std::vector<std::vector<std::pair<int, int>>> shares(num_types);
+    for (int t = 0; t < num_types; ++t) {
+      edf(on_type[t]);
+      std::vector<int> late;
+      shares[t] = *plan(t, on_type[t], &late);
+      for (int i : late) on_type[t].erase(std::find(on_type[t].begin(), on_type[t].end(), i));
+    }
+    for (int i : fresh) {
+      const JobView& job = *snap.jobs[i];
+      // Its types (where its smallest size that fits anywhere fits),
+      // fastest first; a job that fits nowhere is rejected as never running.
+      std::vector<int> sz = Sizes(*job.spec), types;
+      const int smallest = sz.front();
+      for (int g : sz) {
+        if (!(types = CandidateTypes(job, snap, g)).empty()) break;
+      }
+      if (types.empty()) {
+        d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
+        share[i] = kRejected;
+        continue;
+      }
+      bool admitted = false;
+      for (int t : types) {
+        Levels lv = LevelsOn(snap, *job.spec, t);
+        if (lv.gpus.empty()) continue;
+        levels[i] = std::move(lv);
+        std::vector<int> trial = on_type[t];
+        trial.push_back(i);
+        edf(trial);
+        auto planned = plan(t, trial, nullptr);
+        if (!planned) continue;
+        on_type[t] = std::move(trial);
+        shares[t] = std::move(*planned);
+        admitted_.emplace(job.index, t);
+        type[i] = t;
+        sizes[i] = levels[i].gpus;
+        admitted = true;
+        break;
+      }
+      if (!admitted) {
+        d.reject.push_back({job.index, "deadline cannot be met on the GPUs left (ElasticFlow admission control: " +
+                                           FormatDuration(Seconds(std::max(0.0, due[i]))) + " to its deadline)"});
+        share[i] = kRejected;
+      }
+    }
+    for (int t = 0; t < num_types; ++t) {
+      for (auto [i, now] : shares[t]) share[i] = now;
+    }
+  }
+
   double hysteresis_;
+  bool admission_;
+  std::map<int, int> admitted_;  // job index -> the GPU type it was admitted on
 };
 
 }  // namespace
@@ -192,14 +410,18 @@ class ElasticFlowPolicy : public BaselinePolicy {
 void RegisterElasticFlowPolicy(PolicyRegistry& registry) {
   Status s = registry.Register(
       {"elasticflow",
-       "ElasticFlow without deadlines: minimum shares in submit order, leftover GPUs by marginal "
-       "return (Gu et al., ASPLOS'23)",
-       {"hysteresis=H: steps a running job holds count 1+H times (default 0.1)"},
+       "ElasticFlow (Gu et al., ASPLOS'23): admission control on deadlines, minimum satisfactory shares "
+       "(earliest deadline first), leftover GPUs by marginal return",
+       {"hysteresis=H: steps a running job holds count 1+H times (default 0.1)",
+        "admission=true|false: admission control on deadlines (default true; false: every job best-effort, "
+        "as the Arena artifact's elasticflow-l)"},
        [](const PolicyOptions& opts, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
          auto h = opts.GetDouble("hysteresis", 0.1);
          if (!h.ok()) return h.status();
-         if (*h < 0) return InvalidArgument("elasticflow: hysteresis must be >= 0");
-         return std::unique_ptr<Policy>(new ElasticFlowPolicy(*h, ctx.baseline_plan_mode));
+         if (!(*h >= 0) || !std::isfinite(*h)) return InvalidArgument("elasticflow: hysteresis must be a finite number >= 0");
+         auto admission = opts.GetBool("admission", true);
+         if (!admission.ok()) return admission.status();
+         return std::unique_ptr<Policy>(new ElasticFlowPolicy(*h, *admission, ctx.baseline_plan_mode));
        }});
   assert(s.ok());
   (void)s;

@@ -10,6 +10,7 @@
 
 namespace tessel {
 namespace {
+using testing::JobBuilder;
 using testing::MakeJob;
 using testing::PolicyFixture;
 
@@ -141,5 +142,80 @@ TEST(ElasticFlowTest, RejectsJobThatFitsNowhere) {
   EXPECT_EQ(Show(d, f.cluster()), "j2=a100-80g x2 on n0:2");
 }
 
+
+// Seconds one iteration takes on `gpus` A100s of the fixture's cluster.
+double IterSeconds(PolicyFixture& f, const JobSpec& spec, int gpus) {
+  const JobRate& r = f.belief().Rate(spec, f.Type("a100-80g"), gpus, 1);
+  EXPECT_TRUE(r.fits);
+  return r.iteration_time_s;
+}
+
+// Admission control: a job whose deadline no size can meet is refused at
+// arrival; one that can meet it is admitted with its minimum satisfactory
+// share (and takes leftovers on top).
+TEST(ElasticFlowAdmission, RefusesAnUnmeetableDeadlineAdmitsAMeetableOne) {
+  PolicyFixture f(Cluster(1, 4));
+  const double work = 1e4;
+  JobBuilder probe = MakeJob("probe").Gpus(1).Elastic(1, 4).Batch(256);
+  const double t1 = IterSeconds(f, probe.spec(), 1), t4 = IterSeconds(f, probe.spec(), 4);
+  // Half the time even 4 GPUs need: refused.
+  f.AddJob(MakeJob("tight").Gpus(1).Elastic(1, 4).Batch(256).Iterations(work).Deadline(Seconds(0.5 * work * t4)));
+  // Twice what 1 GPU needs: admitted.
+  f.AddJob(MakeJob("easy").Gpus(1).Elastic(1, 4).Batch(256).Iterations(work).Deadline(Seconds(2 * work * t1)));
+  auto policy = ElasticFlow();
+  Decision d = policy->Decide(f.Snap(0));
+  ASSERT_EQ(d.reject.size(), 1u);
+  EXPECT_EQ(d.reject[0].first, 0);
+  EXPECT_NE(d.reject[0].second.find("deadline cannot be met"), std::string::npos) << d.reject[0].second;
+  ASSERT_EQ(d.assign.size(), 1u);
+  EXPECT_EQ(d.assign[0].first, 1);
+  EXPECT_EQ(d.assign[0].second.gpus(), 4);  // its share (1) and the 3 left over
+}
+
+// Admission is time-aware (earliest deadline first over the GPUs free in
+// time): a second job that can run after the first finishes is admitted;
+// one whose deadline would need the first job's GPUs now is refused, and
+// the first keeps the GPUs its deadline needs.
+TEST(ElasticFlowAdmission, PlansEarliestDeadlineFirstOverTime) {
+  for (bool fits_after : {true, false}) {
+    SCOPED_TRACE(fits_after ? "second fits after the first" : "second cannot");
+    PolicyFixture f(Cluster(1, 4));
+    const double work = 1e4;
+    JobBuilder probe = MakeJob("probe").Gpus(4).Batch(256);
+    const double t4 = IterSeconds(f, probe.spec(), 4);
+    const double alone = work * t4;  // either job alone on the 4 GPUs
+    f.AddJob(MakeJob("first").Gpus(4).Batch(256).Iterations(work).Deadline(Seconds(1.1 * alone)));
+    f.AddJob(MakeJob("second")
+                 .Gpus(4)
+                 .Batch(256)
+                 .Iterations(work)
+                 .Deadline(Seconds((fits_after ? 2.5 : 1.5) * alone)));
+    auto policy = ElasticFlow();
+    Decision d = policy->Decide(f.Snap(0));
+    if (fits_after) {
+      EXPECT_TRUE(d.reject.empty());
+    } else {
+      ASSERT_EQ(d.reject.size(), 1u);
+      EXPECT_EQ(d.reject[0].first, 1);
+    }
+    ASSERT_EQ(d.assign.size(), 1u);
+    EXPECT_EQ(d.assign[0].first, 0);
+    EXPECT_EQ(d.assign[0].second.gpus(), 4);
+  }
+}
+
+// Jobs without deadlines are best-effort: never refused, and under
+// admission=false deadline jobs are best-effort too.
+TEST(ElasticFlowAdmission, BestEffortJobsAreNeverRefused) {
+  PolicyFixture f(Cluster(1, 4));
+  f.AddJob(MakeJob("none").Gpus(1).Elastic(1, 4).Batch(256).Iterations(1e6));
+  f.AddJob(MakeJob("hopeless").Gpus(1).Elastic(1, 4).Batch(256).Iterations(1e6).Deadline(Seconds(1)));
+  Decision with = ElasticFlow()->Decide(f.Snap(0));
+  ASSERT_EQ(with.reject.size(), 1u);
+  EXPECT_EQ(with.reject[0].first, 1);
+  Decision without = ElasticFlow("elasticflow:admission=false")->Decide(f.Snap(0));
+  EXPECT_TRUE(without.reject.empty());
+  EXPECT_EQ(without.assign.size(), 2u);
+}
 }  // namespace
 }  // namespace tessel

@@ -41,6 +41,7 @@ class JobBuilder {
   JobBuilder& Submit(SimTime t) { spec_.submit = t; return *this; }
   JobBuilder& Iterations(double n) { spec_.iterations = n; return *this; }
   JobBuilder& Priority(int p) { spec_.priority = p; return *this; }
+  JobBuilder& Deadline(SimTime t) { spec_.deadline = t; return *this; }
   const JobSpec& spec() const { return spec_; }
 
  private:

@@ -235,5 +235,37 @@ TEST(SimEngineTest, DurationTracesBecomeIterationsAtTheReferenceGpu) {
   EXPECT_NEAR(run.result.jobs[0].jct_s(), 3600, 1e-5);
 }
 
+
+// End to end under ElasticFlow's admission control: of two jobs arriving
+// together on 8 A100s, each needing all 8 GPUs for its whole slack, the
+// one with the earlier deadline is admitted and meets it; the other is
+// refused at arrival, recorded as rejected and as a missed deadline.
+TEST(SimEngineTest, ElasticFlowAdmitsWhatItCanFinishAndRefusesTheRest) {
+  Cluster c = Tiny();
+  EstimatorThroughput est(c, PlanMode::kDataParallel);
+  Workload w;
+  w.name = "deadlines";
+  JobSpec a = Job("a", 0, 8, 4000);
+  a.min_gpus = 1;
+  a.max_gpus = 8;
+  const double alone = 4000 * est.Rate(a, c.FindType("a100-80g"), 8, 2).iteration_time_s;
+  a.deadline = Seconds(1.3 * alone);
+  JobSpec b = a;
+  b.id = "b";
+  b.deadline = Seconds(1.6 * alone);  // would need a's GPUs before a is done
+  JobSpec best = Job("best-effort", 0, 4, 100, "v100-32g");
+  w.jobs = {a, b, best};
+  SimRun run = Simulate(c, w, "elasticflow");
+  const SimResult& r = run.result;
+  EXPECT_EQ(Find(r, "a").outcome, JobOutcome::kFinished);
+  EXPECT_TRUE(Find(r, "a").DeadlineMet());
+  EXPECT_EQ(Find(r, "b").outcome, JobOutcome::kRejected);
+  EXPECT_FALSE(Find(r, "b").DeadlineMet());
+  EXPECT_EQ(Find(r, "best-effort").outcome, JobOutcome::kFinished);
+  EXPECT_EQ(r.summary.deadline_jobs, 2);
+  EXPECT_EQ(r.summary.deadline_met, 1);
+  EXPECT_EQ(r.summary.jobs_rejected, 1);
+  EXPECT_DOUBLE_EQ(r.summary.deadline_met_fraction, 0.5);
+}
 }  // namespace
 }  // namespace tessel
