@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "policy/profiled_throughput.h"
 #include "sim/arena_db.h"
+#include "sim/memory_gate.h"
 #include "workload/gen_trace.h"
 #include "workload/trace.h"
 
@@ -30,6 +31,16 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--round", round,
                  "Scheduling round length (default 300 s; 60 s, the Pollux and Sia artifacts', for workloads played "
                  "from application profiles; at least 1 s)");
+  app.add_option("--setting", setting,
+                 "Comparison setting: default (tessel's: baselines fall back to the planner's plan where data "
+                 "parallelism does not fit) or arena-artifact (the Arena artifact's: 300 s rounds, --truth "
+                 "arena-db seen by every policy, baselines data-parallel only and refused where dp_mem.json says "
+                 "it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
+                 "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
+                 "restart overhead, deadlines 5x looser); see README");
+  app.add_option("--deadline-slack", deadline_slack,
+                 "Multiply each job's time to its deadline (deadline - submit) by this (default 1; 5 under "
+                 "--setting arena-artifact, as the artifact's simulator)");
   app.add_option("--truth", truth,
                  "What jobs really run at: estimator (default) or arena-db (Arena's measured prof_database, "
                  "estimator where it has no entry). Jobs of Pollux/Sia workloads are played from their "
@@ -137,6 +148,20 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   auto rule = goodput::ParseScalingRule(f.scaling_rule);
   if (!rule.ok()) return InvalidArgument("--scaling-rule: " + rule.status().message());
   c.scaling_rule = *rule;
+  if (f.setting != "default" && f.setting != "arena-artifact")
+    return InvalidArgument("--setting " + f.setting + ": expected default or arena-artifact");
+  const bool artifact = f.setting == "arena-artifact";
+  setup.arena_artifact = artifact;
+  setup.truth = artifact ? "arena-db" : f.truth;
+  if (f.deadline_slack != -1 && !(f.deadline_slack > 0 && f.deadline_slack <= 1e6)) {
+    return InvalidArgument("--deadline-slack: expected a number > 0 and at most 1e6, got " + FormatDouble(f.deadline_slack));
+  }
+  const double slack = f.deadline_slack > 0 ? f.deadline_slack : (artifact ? 5.0 : 1.0);
+  if (slack != 1.0) {
+    for (JobSpec& j : setup.workload.jobs) {
+      if (j.deadline) j.deadline = j.submit + static_cast<SimTime>(std::llround(slack * static_cast<double>(*j.deadline - j.submit)));
+    }
+  }
   auto round = ParseDuration(f.round.empty() ? (app_defaults ? "60" : "300") : f.round, "--round");
   if (!round.ok()) return round.status();
   // A round shorter than a second lets a round-based policy re-plan (and
@@ -186,15 +211,18 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     return InvalidArgument("--arena-iteration-divisor: expected an integer >= 1, got " +
                            std::to_string(f.arena_iteration_divisor));
   }
-  c.reconfig.restart_overhead_s = f.restart_overhead_s >= 0 ? f.restart_overhead_s : (app_defaults ? 30 : 10);
-  c.reconfig.start_overhead_s = f.start_overhead_s >= 0 ? f.start_overhead_s : (app_defaults ? 30 : 0);
+  c.reconfig.restart_overhead_s =
+      f.restart_overhead_s >= 0 ? f.restart_overhead_s : (artifact ? 0 : app_defaults ? 30 : 10);
+  c.reconfig.start_overhead_s = f.start_overhead_s >= 0 ? f.start_overhead_s : (app_defaults && !artifact ? 30 : 0);
+  c.reconfig.baselines_pay_full_search = artifact;
+  c.reconfig.checkpoints = !artifact;
   c.reference_gpu = f.reference_gpu;
   if (!f.reference_gpu.empty() && setup.cluster.FindType(f.reference_gpu) < 0) {
     std::vector<std::string> have;
     for (size_t t = 0; t < setup.cluster.types().size(); ++t) have.push_back(setup.cluster.TypeName(t));
     return InvalidArgument("--reference-gpu " + f.reference_gpu + ": not in the cluster; it has " + Join(have, ", "));
   }
-  if (f.truth != "estimator" && f.truth != "arena-db") {
+  if (setup.truth != "estimator" && setup.truth != "arena-db") {
     return InvalidArgument("--truth " + f.truth + ": expected estimator or arena-db");
   }
   auto mode = ParsePlanMode(f.baseline_parallelism);
@@ -244,7 +272,8 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
   ThroughputModel* truth = &belief;
   std::unique_ptr<ArenaDbThroughput> db;
   std::unique_ptr<ProfiledThroughput> profiled_db;
-  if (f.truth == "arena-db") {
+  std::unique_ptr<ArenaDpMemoryGate> gate;
+  if (setup.truth == "arena-db") {
     std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/prof_database.json").string();
     auto loaded = ArenaDbThroughput::Load(path, setup.cluster, estimator);
     if (!loaded.ok()) return Status(loaded.status().code(), "--truth arena-db: " + loaded.status().message());
@@ -252,7 +281,21 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
     profiled_db = std::make_unique<ProfiledThroughput>(setup.cluster, *db);
     truth = profiled_db.get();
   }
-  Simulator sim(setup.cluster, setup.workload, **policy, belief, *truth, setup.config);
+  // What the policy believes: the estimator, or under the artifact's
+  // setting the measured truth, behind its memory check for baselines.
+  ThroughputModel* believed = &belief;
+  if (setup.arena_artifact) {
+    believed = truth;
+    if (!(*policy)->traits().searches_plans) {
+      std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/dp_mem.json").string();
+      auto loaded = ArenaDpMemoryGate::Load(path, setup.cluster, *truth);
+      if (!loaded.ok()) return Status(loaded.status().code(), "--setting arena-artifact: " + loaded.status().message());
+      gate = std::move(*loaded);
+      believed = gate.get();
+    }
+  }
+  RefusalCounter counted(*believed);
+  Simulator sim(setup.cluster, setup.workload, **policy, counted, *truth, setup.config);
   sim.set_apps(setup.apps.get());
   std::ofstream log;
   if (!f.event_log.empty()) {
@@ -270,6 +313,8 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
   if (!result.ok()) return result.status();
   result->summary.policy = policy_spec;
   if (db) result->summary.truth_fallbacks += db->fallback_answers();
+  result->summary.memory_refusals = counted.refusals();
+  result->summary.jobs_memory_refused = counted.jobs_refused();
   return result;
 }
 

@@ -27,6 +27,8 @@ struct SimFlags {
   std::string horizon;
   std::string round;  // "" = 300 s, or 60 s for workloads played from app profiles
   std::string truth = "estimator";
+  std::string setting = "default";  // default | arena-artifact
+  double deadline_slack = -1;       // < 0: 1, or 5 under --setting arena-artifact
   std::string baseline_parallelism = "dp";
   std::string placement = "consolidate";
   std::string reference_gpu;
@@ -62,6 +64,12 @@ struct SimSetup {
   // Application profiles jobs are played from (the `apps` truth source);
   // null when the workload has none or --no-apps.
   std::shared_ptr<const goodput::AppCatalog> apps;
+  // What jobs really run at ("estimator" or "arena-db"), after --setting.
+  std::string truth = "estimator";
+  // --setting arena-artifact: policies see the measured truth, and those
+  // that do not search plans (the baselines) pass the artifact's
+  // data-parallel memory check (sim/memory_gate.h).
+  bool arena_artifact = false;
 };
 
 Result<SimSetup> ResolveSim(const SimFlags& flags);

@@ -61,6 +61,12 @@ struct ArenaParams {
   // Load-aware grids: the flow-level network model's expected share of
   // the links a grid must cross (false: every grid at full bandwidth).
   bool network = true;
+  // Deadline awareness (arena-ddl): a grid that finishes a deadline job in
+  // time is worth 1 + deadline_weight * risk times more, risk being the
+  // share of the time left to the deadline that the job's fastest grid
+  // needs (near 1: it is about to become impossible).
+  bool deadline = false;
+  double deadline_weight = 4;
 };
 
 // Checkpoint bytes per parameter (mixed precision + Adam), as the engine.
@@ -125,6 +131,19 @@ class ArenaPolicy : public Policy {
       double t_ref = std::max(1.0, left * ref->iter_s);
       double age = std::max(0.0, ToSeconds(snap.now - job->spec->submit));
       double weight = (1.0 + age / p_.aging_s) / t_ref;
+      // Deadline risk: the time left, and the fastest grid's time to finish
+      // (its restart included); jobs that can no longer make it count as
+      // jobs without a deadline.
+      double to_deadline = -1, risk = 0;
+      if (p_.deadline && job->spec->deadline) {
+        to_deadline = ToSeconds(*job->spec->deadline - snap.now);
+        double fastest = std::numeric_limits<double>::infinity();
+        for (const Grid& g : grids) {
+          bool current = !job->alloc.empty() && job->alloc.type == g.type && job->alloc.gpus() == g.gpus;
+          fastest = std::min(fastest, left * g.iter_s + (current ? 0.0 : RestartDelay(*job, g)));
+        }
+        if (to_deadline > 0 && fastest <= to_deadline) risk = fastest / to_deadline;
+      }
       JobCurves jc;
       jc.job = job;
       for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
@@ -137,6 +156,9 @@ class ArenaPolicy : public Policy {
           double time = left * g.iter_s;
           double delay = current ? 0.0 : p_.restart_penalty * RestartDelay(*job, g);
           double value = weight * (g.rate / ref->rate) * (time / std::max(1e-9, time + delay));
+          if (risk > 0 && time + (current ? 0.0 : RestartDelay(*job, g)) <= to_deadline) {
+            value *= 1 + p_.deadline_weight * risk;
+          }
           if (tc.points.back().gpus == g.gpus) {
             tc.points.back().utility = std::max(tc.points.back().utility, value);
           } else {
@@ -439,7 +461,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
                           {"storage_gbs", &p.storage_gbs},
                           {"search_s_per_gpu", &p.search_s_per_gpu},
                           {"search_cap", &p.search_cap_s},
-                          {"profile_config_s", &p.profile_config_s}}) {
+                          {"profile_config_s", &p.profile_config_s},
+                          {"deadline_weight", &p.deadline_weight}}) {
     auto v = o.GetDouble(key, *out);
     if (!v.ok()) return v.status();
     if (!(*v >= 0)) return InvalidArgument(std::string("arena: ") + key + " must be >= 0");
@@ -469,7 +492,8 @@ Result<ArenaParams> ParseArenaOptions(const PolicyOptions& o, ArenaParams p) {
                           {"full_search", &p.full_search},
                           {"marginal", &p.marginal},
                           {"repack", &p.repack},
-                          {"network", &p.network}}) {
+                          {"network", &p.network},
+                          {"deadline", &p.deadline}}) {
     auto v = o.GetBool(key, *out);
     if (!v.ok()) return v.status();
     *out = *v;
@@ -496,7 +520,8 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
     ArenaParams params;
   };
   ArenaParams base;
-  ArenaParams no_elastic = base, no_hetero = base, dp = base, no_backfill = base, full_search = base;
+  ArenaParams no_elastic = base, no_hetero = base, dp = base, no_backfill = base, full_search = base, ddl = base;
+  ddl.deadline = true;
   no_elastic.elastic = false;
   no_hetero.hetero = false;
   dp.plan_mode = PlanMode::kDataParallel;
@@ -515,7 +540,9 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
       "defrag_moves=<n> (default 2; jobs a placement may migrate to defragment; 0 = off)",
       "repack=true|false (default true; a grant still short after that may re-place every job)",
       "network=true|false (default true; grids across racks priced by the network model's expected link share)",
-      "plan_set=<n> (default 4; plans of each new allocation's Pareto set handed to the executor; 0 = none)"};
+      "plan_set=<n> (default 4; plans of each new allocation's Pareto set handed to the executor; 0 = none)",
+      "deadline=true|false (default false; arena-ddl: true): value deadline jobs by the risk of missing them",
+      "deadline_weight=<k> (default 4): a grid meeting a deadline is worth 1 + k * risk times more"};
   for (const Variant& v : {
            Variant{"arena",
                    "tessel's co-designed policy (after Arena/Crius): grids of (GPU type, count) with the planner's best "
@@ -527,6 +554,10 @@ void RegisterArenaPolicies(PolicyRegistry& registry) {
            Variant{"arena-dp", "arena ablation: data-parallel plans only", dp},
            Variant{"arena-no-backfill", "arena ablation: a waiting job that cannot get its request blocks the jobs behind it (no backfilling)", no_backfill},
            Variant{"arena-full-search", "arena ablation: restarts pay a full plan search", full_search},
+           Variant{"arena-ddl",
+                   "arena with deadline awareness (as the Arena artifact's crius-ddl): a deadline job's grids that "
+                   "finish in time are valued by the risk of missing it",
+                   ddl},
        }) {
     ArenaParams params = v.params;
     std::string name = v.name;

@@ -74,7 +74,17 @@
 // network model's mean field, policy/network_model.h; option network=false
 // turns it off).
 //
-// Deadlines are ignored.
+// Deadlines (arena-ddl, or option deadline=true): for a job with a
+// deadline, risk = (time its fastest grid needs to finish, restart
+// included) / (time left to the deadline), in (0, 1] while the deadline can
+// still be met. Each grid that finishes by the deadline is valued
+// 1 + deadline_weight * risk times higher (default weight 4), so a job
+// close to missing its deadline outbids others for the GPUs that save it,
+// and a job with ample slack competes as any other (keeping the JCT order).
+// A job that can no longer meet its deadline is valued as one without.
+// Unlike the artifact's crius-ddl, which only forbids allocations that
+// miss the deadline and drops pending jobs past it, no job is dropped.
+// Without the option, deadlines are ignored.
 #pragma once
 
 #include "policy/policy.h"

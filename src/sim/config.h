@@ -34,6 +34,12 @@ struct ReconfigCost {
   double search_cap_s = 40;
   double full_search_s_per_gpu = 150;
   double full_search_cap_s = 600;
+  // The Arena artifact's accounting (--setting arena-artifact): policies
+  // that do not search plans (the baselines) pay the full search on every
+  // allocation, their first included, and checkpoints cost nothing
+  // (CKPT_RESUME_OVERHEAD = 0 there).
+  bool baselines_pay_full_search = false;
+  bool checkpoints = true;
 };
 
 struct FailureModel {

@@ -267,5 +267,23 @@ TEST(SimEngineTest, ElasticFlowAdmitsWhatItCanFinishAndRefusesTheRest) {
   EXPECT_EQ(r.summary.jobs_rejected, 1);
   EXPECT_DOUBLE_EQ(r.summary.deadline_met_fraction, 0.5);
 }
+
+// The Arena artifact's accounting (--setting arena-artifact): a baseline
+// pays the full plan search (150 s per GPU, at most 600 s) on its first
+// allocation too; by default a baseline's first start is free.
+TEST(SimEngineTest, ArtifactAccountingChargesBaselinesTheFullSearch) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "one";
+  w.jobs = {Job("a", 0, 2, 1000)};
+  SimConfig plain;
+  SimConfig artifact;
+  artifact.reconfig.baselines_pay_full_search = true;
+  artifact.reconfig.checkpoints = false;
+  const JobRecord a = Find(Simulate(c, w, "fcfs", plain).result, "a");
+  const JobRecord b = Find(Simulate(c, w, "fcfs", artifact).result, "a");
+  EXPECT_NEAR(b.jct_s() - a.jct_s(), 300, 1e-6);  // 150 s x 2 GPUs
+  EXPECT_NEAR(b.reconfig_s, 300, 1e-6);
+}
 }  // namespace
 }  // namespace tessel

@@ -96,6 +96,11 @@ struct Summary {
   double decision_p50_ms = 0, decision_p99_ms = 0, decision_max_ms = 0;
   int64_t events = 0;
   int64_t truth_fallbacks = 0;        // table truth missing -> estimator
+  // Placements the policy's belief refused: distinct (job, GPU type, GPU
+  // count, nodes) shapes answered "does not fit" (out of memory; under
+  // --setting arena-artifact, a baseline's data-parallel plan failing the
+  // artifact's memory check), and the jobs refused at least once.
+  int64_t memory_refusals = 0, jobs_memory_refused = 0;
   double sim_wall_time_s = 0;
 };
 

@@ -59,6 +59,8 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["decisions"] = s.decisions;
   j["events"] = s.events;
   j["truth_fallbacks"] = s.truth_fallbacks;
+  j["memory_refusals"] = s.memory_refusals;
+  j["jobs_memory_refused"] = s.jobs_memory_refused;
   if (wall_time) {
     j["decision_p50_ms"] = s.decision_p50_ms;
     j["decision_p99_ms"] = s.decision_p99_ms;
@@ -160,6 +162,8 @@ void RenderSummary(const Summary& s, std::ostream& out) {
   }
   t.AddRow({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
   if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
+  t.AddRow({"placements refused for memory", std::to_string(s.memory_refusals) + " shapes, " +
+                                                 std::to_string(s.jobs_memory_refused) + " jobs"});
   t.AddRow({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
                                                 FormatDouble(s.decision_p99_ms, 3) + " / " +
                                                 FormatDouble(s.decision_max_ms, 3) + " ms"});
@@ -176,7 +180,7 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
   std::vector<std::string> head = {"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h",
                                    "p99 h", "avg queue h", "makespan h", "alloc %", "useful %", "avg FTF"};
   if (deadlines) head.insert(head.end(), {"deadline met %", "tardiness h"});
-  head.insert(head.end(), {"restarts", "decide p99 ms", "wall s"});
+  head.insert(head.end(), {"restarts", "mem refused", "decide p99 ms", "wall s"});
   TextTable t(head);
   for (const Summary& s : list) {
     std::vector<std::string> row = {s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
@@ -187,7 +191,8 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
                                     FormatDouble(s.avg_ftf, 3)};
     if (deadlines)
       row.insert(row.end(), {FormatDouble(100 * s.deadline_met_fraction, 3), FormatDouble(s.avg_tardiness_s / 3600, 4)});
-    row.insert(row.end(), {std::to_string(s.restarts), FormatDouble(s.decision_p99_ms, 3),
+    row.insert(row.end(), {std::to_string(s.restarts), std::to_string(s.jobs_memory_refused),
+                           FormatDouble(s.decision_p99_ms, 3),
                            FormatDouble(s.sim_wall_time_s, 3)});
     t.AddRow(row);
   }

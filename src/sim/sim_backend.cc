@@ -475,6 +475,7 @@ struct SimBackend::Impl {
   // --- decisions ---------------------------------------------------------------
 
   double CheckpointSeconds(const JobState& j, int nodes) const {
+    if (!config.reconfig.checkpoints) return 0;
     return j.checkpoint_bytes / (config.reconfig.storage_gbs_per_node * 1e9 * std::max(1, nodes));
   }
 
@@ -484,8 +485,8 @@ struct SimBackend::Impl {
   double StartDelay(const JobState& j, const Allocation& alloc) const {
     const ReconfigCost& rc = config.reconfig;
     double search = 0;
-    if (traits.searches_plans) {
-      search = traits.full_plan_search ? std::min(rc.full_search_cap_s, rc.full_search_s_per_gpu * alloc.gpus())
+    if (traits.searches_plans || rc.baselines_pay_full_search) {
+      search = traits.full_plan_search || !traits.searches_plans ? std::min(rc.full_search_cap_s, rc.full_search_s_per_gpu * alloc.gpus())
                                        : std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus());
     }
     if (!j.view.started()) return search + rc.start_overhead_s;
