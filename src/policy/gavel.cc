@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <map>
+#include <memory>
 #include <optional>
 #include <tuple>
 
@@ -48,122 +49,192 @@ bool OnUpNodes(const Allocation& alloc, const Snapshot& snap) {
 
 }  // namespace
 
+// Gavel's LP kept across solves: one set of variables and rows per class
+// of identical jobs (same scale and throughputs) ever seen, weighted by
+// the class's current number of jobs (0: its variables fixed at 0 and its
+// fairness row relaxed), and solved from the previous optimal basis. A
+// change of capacity (which changes every normalisation) or too many
+// classes without jobs starts a fresh program.
+struct GavelLpState {
+  struct Class {
+    int scale = 1;
+    std::vector<double> throughput;
+    std::vector<int> var;      // per type: LP variable of X, or -1 (X = 0)
+    std::vector<double> coef;  // per type: thr / norm
+    int fair_row = -1;         // s * sum coef X - t >= 0 (max-min)
+    int count = 0;
+    bool active = false;       // bounds set for count > 0
+    bool has_vars() const { return std::any_of(var.begin(), var.end(), [](int v) { return v >= 0; }); }
+  };
+  std::vector<int> capacity;
+  double total_capacity = 0;
+  std::map<std::pair<int, std::vector<double>>, int> class_of_shape;
+  std::vector<Class> classes;
+  // Phase 1 (max-min value, or the max-sum objective) and phase 2 (max-min
+  // only: the most work at that value), with the same variables and rows.
+  std::vector<LinearProgram> lps;
+  int t = -1;
+  std::vector<int> cap_rows;  // per type, in every program
+};
+
+GavelLpState* NewGavelLpState() { return new GavelLpState(); }
+void DeleteGavelLpState(GavelLpState* state) { delete state; }
+
+namespace {
+
+void ResetState(GavelLpState& st, GavelObjective objective, const std::vector<int>& capacity) {
+  st = GavelLpState{};
+  st.capacity = capacity;
+  for (int c : capacity) st.total_capacity += std::max(c, 0);
+  const bool max_min = IsMaxMin(objective);
+  st.lps.emplace_back(LinearProgram::kMaximize);
+  if (max_min) st.lps.emplace_back(LinearProgram::kMaximize);
+  if (max_min) {
+    for (size_t p = 0; p < st.lps.size(); ++p) st.t = st.lps[p].AddVariable(0, kLpInfinity, p == 0 ? 1.0 : 0.0);
+  }
+  for (size_t k = 0; k < capacity.size(); ++k) {
+    int row = -1;  // the same index in every program
+    for (LinearProgram& lp : st.lps) row = lp.AddConstraint({}, -kLpInfinity, capacity[k]);
+    st.cap_rows.push_back(row);
+  }
+}
+
+// The class of a job of this shape, added to the programs when new.
+int ClassOf(GavelLpState& st, GavelObjective objective, const GavelLpJob& job) {
+  auto [it, added] = st.class_of_shape.try_emplace({job.scale, job.throughput}, st.classes.size());
+  if (!added) return it->second;
+  const int num_types = static_cast<int>(st.capacity.size());
+  GavelLpState::Class cl;
+  cl.scale = job.scale;
+  cl.throughput = job.throughput;
+  cl.var.assign(num_types, -1);
+  cl.coef.assign(num_types, 0.0);
+  double norm = 0;
+  for (int k = 0; k < num_types; ++k) {
+    if (job.throughput[k] > 0) norm += job.throughput[k] * std::max(st.capacity[k], 0);
+  }
+  norm /= st.total_capacity;
+  if (norm > 0) {
+    for (int k = 0; k < num_types; ++k) {
+      if (!(job.throughput[k] > 0) || job.scale > st.capacity[k]) continue;
+      cl.coef[k] = job.throughput[k] / norm;
+      for (LinearProgram& lp : st.lps) cl.var[k] = lp.AddVariable(0, 0, 0);  // inactive until counted
+    }
+  }
+  if (cl.has_vars()) {
+    std::vector<LpTerm> limit, fair;
+    for (int k = 0; k < num_types; ++k) {
+      if (cl.var[k] < 0) continue;
+      limit.push_back({cl.var[k], 1.0});
+      fair.push_back({cl.var[k], cl.scale * cl.coef[k]});
+    }
+    for (LinearProgram& lp : st.lps) lp.AddConstraint(limit, -kLpInfinity, 1.0);  // sum_k X <= 1
+    if (IsMaxMin(objective)) {
+      fair.push_back({st.t, -1.0});
+      for (LinearProgram& lp : st.lps) cl.fair_row = lp.AddConstraint(fair, -kLpInfinity, kLpInfinity);
+    }
+  }
+  st.classes.push_back(std::move(cl));
+  return it->second;
+}
+
+}  // namespace
+
 Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector<GavelLpJob>& jobs,
-                                     const std::vector<int>& capacity) {
+                                     const std::vector<int>& capacity, GavelLpState* state) {
   const int n = static_cast<int>(jobs.size());
   const int num_types = static_cast<int>(capacity.size());
   GavelLpSolution sol = ZeroSolution(jobs.size(), capacity.size());
+  GavelLpState fresh;
+  GavelLpState& st = state != nullptr ? *state : fresh;
   double total_capacity = 0;
   for (int c : capacity) total_capacity += std::max(c, 0);
   if (total_capacity <= 0) return sol;
+  int dead = 0;
+  for (const GavelLpState::Class& cl : st.classes) dead += cl.count == 0;
+  if (st.lps.empty() || st.capacity != capacity || dead > 64 + static_cast<int>(st.classes.size()) / 2) {
+    ResetState(st, objective, capacity);
+  }
 
-  // Identical jobs (same scale and throughputs) share one row of the LP,
-  // weighted by their number: the LP is symmetric in them, so averaging any
-  // optimum over them is an optimum that gives each the same X. Classes are
-  // numbered in order of first appearance.
-  struct Class {
-    const GavelLpJob* job;
-    int count = 0;
-    std::vector<int> var;      // per type: LP variable of X, or -1 (X = 0)
-    std::vector<double> coef;  // per type: thr / norm
-  };
-  std::vector<Class> classes;
-  std::map<std::pair<int, std::vector<double>>, int> class_of_shape;
+  // Identical jobs share one class, weighted by their number: the LP is
+  // symmetric in them, so averaging any optimum over them is an optimum
+  // that gives each the same X.
   std::vector<int> class_of(n, -1);
+  std::vector<int> count(st.classes.size(), 0);
   for (int j = 0; j < n; ++j) {
     assert(static_cast<int>(jobs[j].throughput.size()) == num_types && "GavelLpJob: one throughput per type");
     assert(jobs[j].scale >= 1 && "GavelLpJob: scale must be >= 1");
-    auto [it, added] = class_of_shape.try_emplace({jobs[j].scale, jobs[j].throughput}, classes.size());
-    if (added) classes.push_back({&jobs[j], 0, {}, {}});
-    class_of[j] = it->second;
-    ++classes[it->second].count;
+    class_of[j] = ClassOf(st, objective, jobs[j]);
+    if (class_of[j] >= static_cast<int>(count.size())) count.resize(class_of[j] + 1, 0);
+    ++count[class_of[j]];
   }
+  count.resize(st.classes.size(), 0);
 
   const bool max_min = IsMaxMin(objective);
-  LinearProgram lp(LinearProgram::kMaximize);
-  std::vector<int> active;  // classes with at least one variable
-  for (int c = 0; c < static_cast<int>(classes.size()); ++c) {
-    Class& cl = classes[c];
-    const GavelLpJob& job = *cl.job;
-    cl.var.assign(num_types, -1);
-    cl.coef.assign(num_types, 0.0);
-    double norm = 0;
-    for (int k = 0; k < num_types; ++k) {
-      if (job.throughput[k] > 0) norm += job.throughput[k] * std::max(capacity[k], 0);
+  bool any = false;
+  for (size_t c = 0; c < st.classes.size(); ++c) {
+    GavelLpState::Class& cl = st.classes[c];
+    cl.count = count[c];
+    if (!cl.has_vars()) continue;
+    const bool on = cl.count > 0;
+    any |= on;
+    if (on != cl.active) {
+      for (LinearProgram& lp : st.lps) {
+        for (int v : cl.var) {
+          if (v >= 0) lp.SetVariableBounds(v, 0, on ? 1 : 0);
+        }
+        if (cl.fair_row >= 0) lp.SetConstraintBounds(cl.fair_row, on ? 0.0 : -kLpInfinity, kLpInfinity);
+      }
+      cl.active = on;
     }
-    norm /= total_capacity;
-    if (!(norm > 0)) continue;
+    // Objectives: max-sum sums count * thr X / norm; max-min's second
+    // phase the normalised work count * s * thr X / norm.
     for (int k = 0; k < num_types; ++k) {
-      if (!(job.throughput[k] > 0) || job.scale > capacity[k]) continue;
-      cl.coef[k] = job.throughput[k] / norm;
-      cl.var[k] = lp.AddVariable(0, 1, max_min ? 0.0 : cl.count * cl.coef[k]);
+      if (cl.var[k] < 0) continue;
+      if (!max_min) st.lps[0].SetObjective(cl.var[k], cl.count * cl.coef[k]);
+      if (max_min) st.lps[1].SetObjective(cl.var[k], cl.count * cl.scale * cl.coef[k]);
     }
-    if (std::any_of(cl.var.begin(), cl.var.end(), [](int v) { return v >= 0; })) active.push_back(c);
   }
-  if (active.empty()) return sol;
-  const int t = max_min ? lp.AddVariable(0, kLpInfinity, 1.0) : -1;
-
+  if (!any) return sol;
   std::vector<LpTerm> terms;
-  for (int c : active) {  // sum_k X[j][k] <= 1
-    terms.clear();
-    for (int k = 0; k < num_types; ++k) {
-      if (classes[c].var[k] >= 0) terms.push_back({classes[c].var[k], 1.0});
-    }
-    lp.AddConstraint(terms, -kLpInfinity, 1.0);
-  }
   for (int k = 0; k < num_types; ++k) {  // sum_j s_j X[j][k] <= cap_k
     terms.clear();
-    for (int c : active) {
-      const Class& cl = classes[c];
-      if (cl.var[k] >= 0) terms.push_back({cl.var[k], static_cast<double>(cl.count) * cl.job->scale});
+    for (const GavelLpState::Class& cl : st.classes) {
+      if (cl.var[k] >= 0 && cl.count > 0) terms.push_back({cl.var[k], static_cast<double>(cl.count) * cl.scale});
     }
-    if (!terms.empty()) lp.AddConstraint(terms, -kLpInfinity, capacity[k]);
-  }
-  if (max_min) {  // s_j * sum_k coef X[j][k] - t >= 0
-    for (int c : active) {
-      const Class& cl = classes[c];
-      terms.clear();
-      for (int k = 0; k < num_types; ++k) {
-        if (cl.var[k] >= 0) terms.push_back({cl.var[k], cl.job->scale * cl.coef[k]});
-      }
-      terms.push_back({t, -1.0});
-      lp.AddConstraint(terms, 0.0, kLpInfinity);
-    }
+    for (LinearProgram& lp : st.lps) lp.SetConstraintTerms(st.cap_rows[k], terms);
   }
 
-  Status s = lp.Solve();
-  if (!s.ok()) return Internal("Gavel LP: " + s.message());
-  sol.iterations = lp.iterations();
-  std::vector<double> x = lp.values();
+  Status s = st.lps[0].Solve();
+  if (!s.ok()) {
+    if (state != nullptr) state->lps.clear();  // start afresh next time
+    return Internal("Gavel LP: " + s.message());
+  }
+  sol.iterations = st.lps[0].iterations();
+  const LinearProgram* solved = &st.lps[0];
   if (max_min) {
     // Second phase: keep the minimum, use the rest of the capacity.
-    lp.SetVariableBounds(t, x[t] * (1 - kMaxMinSlack), kLpInfinity);
-    lp.SetObjective(t, 0.0);
-    for (int c : active) {
-      const Class& cl = classes[c];
-      for (int k = 0; k < num_types; ++k) {
-        if (cl.var[k] >= 0) lp.SetObjective(cl.var[k], cl.count * cl.job->scale * cl.coef[k]);
-      }
-    }
-    Status s2 = lp.Solve();
-    sol.iterations += lp.iterations();
-    if (s2.ok()) x = lp.values();  // else keep the first phase's optimum
+    LinearProgram& lp2 = st.lps[1];
+    lp2.SetVariableBounds(st.t, st.lps[0].value(st.t) * (1 - kMaxMinSlack), kLpInfinity);
+    Status s2 = lp2.Solve();
+    sol.iterations += lp2.iterations();
+    if (s2.ok()) solved = &lp2;  // else keep the first phase's optimum
   }
 
   double min_term = kLpInfinity;
   double sum_term = 0;
   for (int j = 0; j < n; ++j) {
-    const Class& cl = classes[class_of[j]];
-    if (cl.var.empty() || std::none_of(cl.var.begin(), cl.var.end(), [](int v) { return v >= 0; })) continue;
+    const GavelLpState::Class& cl = st.classes[class_of[j]];
+    if (!cl.has_vars()) continue;
     double term = 0;
     for (int k = 0; k < num_types; ++k) {
       if (cl.var[k] < 0) continue;
-      double v = std::clamp(x[cl.var[k]], 0.0, 1.0);
+      double v = std::clamp(solved->value(cl.var[k]), 0.0, 1.0);
       if (v < kNegligible) v = 0;
       sol.time_fraction[j][k] = v;
       term += cl.coef[k] * v;
     }
-    if (max_min) term *= cl.job->scale;
+    if (max_min) term *= cl.scale;
     sol.normalized_throughput[j] = term;
     min_term = std::min(min_term, term);
     sum_term += term;
@@ -172,36 +243,60 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
   return sol;
 }
 
-GavelProblem BuildGavelProblem(const Snapshot& snap) {
+GavelProblem BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache) {
   const Cluster& cluster = *snap.cluster;
   const int num_types = static_cast<int>(cluster.types().size());
   GavelProblem p;
   p.capacity = UpGpusByType(snap);
+  GavelRowCache::Entry scratch;
   for (const JobView* job : snap.jobs) {
     const JobSpec& spec = *job->spec;
+    GavelRowCache::Entry* e = &scratch;
+    bool known = false;
+    if (cache != nullptr) {
+      e = &cache->jobs[job->index];
+      known = e->spec == &spec && e->batch == spec.global_batch && e->model == spec.model;
+    }
+    if (!known) {
+      e->spec = &spec;
+      e->model = spec.model;
+      e->batch = spec.global_batch;
+      e->scale = std::max(1, spec.requested_gpus);
+      e->throughput.assign(num_types, 0.0);
+      e->why.clear();
+      for (int k = 0; k < num_types; ++k) {
+        const GpuTypeInfo& info = cluster.types()[k];
+        if (info.total_gpus < e->scale) continue;
+        const JobRate& r = snap.belief->Rate(spec, k, e->scale, MinNodes(cluster, k, e->scale));
+        if (!r.fits || !(r.iteration_time_s > 0)) {
+          if (e->why.empty()) e->why = cluster.TypeName(k) + ": " + (r.reason.empty() ? "does not fit" : r.reason);
+          continue;
+        }
+        e->throughput[k] = 1.0 / r.iteration_time_s;
+      }
+    }
     GavelLpJob row;
-    row.scale = std::max(1, spec.requested_gpus);
+    row.scale = e->scale;
     row.throughput.assign(num_types, 0.0);
     bool fits = false;
-    std::string why;
     for (int k = 0; k < num_types; ++k) {
-      const GpuTypeInfo& info = cluster.types()[k];
-      if (info.total_gpus < row.scale) continue;
-      const JobRate& r = snap.belief->Rate(spec, k, row.scale, MinNodes(cluster, k, row.scale));
-      if (!r.fits || !(r.iteration_time_s > 0)) {
-        if (why.empty()) why = cluster.TypeName(k) + ": " + (r.reason.empty() ? "does not fit" : r.reason);
-        continue;
-      }
+      if (!(e->throughput[k] > 0)) continue;
       fits = true;
-      if (p.capacity[k] >= row.scale) row.throughput[k] = 1.0 / r.iteration_time_s;
+      if (p.capacity[k] >= row.scale) row.throughput[k] = e->throughput[k];
     }
     if (!fits) {
       p.reject.push_back({job->index, "fits on no GPU type of the cluster on " + std::to_string(row.scale) +
-                                          " GPUs" + (why.empty() ? "" : " (" + why + ")")});
+                                          " GPUs" + (e->why.empty() ? "" : " (" + e->why + ")")});
       continue;
     }
     p.jobs.push_back(job->index);
     p.rows.push_back(std::move(row));
+  }
+  if (cache != nullptr && cache->jobs.size() > 2 * snap.jobs.size() + 64) {
+    // Forget jobs that left (finished or rejected).
+    std::unordered_map<int, GavelRowCache::Entry> kept;
+    for (const JobView* job : snap.jobs) kept.emplace(job->index, std::move(cache->jobs[job->index]));
+    cache->jobs = std::move(kept);
   }
   return p;
 }
@@ -215,7 +310,7 @@ class GavelPolicy : public BaselinePolicy {
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
-    GavelProblem problem = BuildGavelProblem(snap);
+    GavelProblem problem = BuildGavelProblem(snap, &rows_);
     const int rows = static_cast<int>(problem.jobs.size());
     const int num_types = static_cast<int>(problem.capacity.size());
 
@@ -261,7 +356,21 @@ class GavelPolicy : public BaselinePolicy {
       }
     }
     if (!open) return d;
-    const GavelLpSolution& alloc = Solution(problem);
+    // X per row: the LP is re-solved at rounds (when the jobs or the
+    // capacity changed); between rounds the last solution stands, and a job
+    // it does not know has X = 0 (it only gets GPUs that would idle), as
+    // Gavel allocates only at round boundaries.
+    const std::vector<double> none(num_types, 0.0);
+    std::vector<const std::vector<double>*> x_of(rows, &none);
+    if (snap.at_round || !cache_) {
+      const GavelLpSolution& alloc = Solution(problem);
+      for (int r = 0; r < rows; ++r) x_of[r] = &alloc.time_fraction[r];
+    } else {
+      for (int r = 0; r < rows; ++r) {
+        auto it = cache_->row_of.find(problem.jobs[r]);
+        if (it != cache_->row_of.end()) x_of[r] = &cache_->solution.time_fraction[it->second];
+      }
+    }
 
     // Priorities of every (job, type) pair the job can run on.
     struct Entry {
@@ -276,7 +385,7 @@ class GavelPolicy : public BaselinePolicy {
       const double elapsed_s = std::max(0.0, ToSeconds(snap.now - job.spec->submit));
       for (int k = 0; k < num_types; ++k) {
         if (!(problem.rows[r].throughput[k] > 0) || scale > problem.capacity[k]) continue;
-        double x = alloc.time_fraction[r][k];
+        double x = (*x_of[r])[k];
         double attained = k < static_cast<int>(job.attained_gpu_s_by_type.size()) ? job.attained_gpu_s_by_type[k] : 0;
         double received_s = attained / scale;
         double received = elapsed_s > 0 ? received_s / elapsed_s : 0;
@@ -333,9 +442,11 @@ class GavelPolicy : public BaselinePolicy {
   // capacity changed (the rows are a function of both).
   const GavelLpSolution& Solution(const GavelProblem& problem) {
     if (cache_ && cache_->jobs == problem.jobs && cache_->capacity == problem.capacity) return cache_->solution;
-    Result<GavelLpSolution> sol = SolveGavelLp(objective_, problem.rows, problem.capacity);
+    Result<GavelLpSolution> sol = SolveGavelLp(objective_, problem.rows, problem.capacity, lp_.get());
     cache_ = Cached{problem.jobs, problem.capacity,
-                    sol.ok() ? std::move(*sol) : ZeroSolution(problem.rows.size(), problem.capacity.size())};
+                    sol.ok() ? std::move(*sol) : ZeroSolution(problem.rows.size(), problem.capacity.size()),
+                    {}};
+    for (size_t r = 0; r < problem.jobs.size(); ++r) cache_->row_of.emplace(problem.jobs[r], static_cast<int>(r));
     return cache_->solution;
   }
 
@@ -343,10 +454,13 @@ class GavelPolicy : public BaselinePolicy {
     std::vector<int> jobs;
     std::vector<int> capacity;
     GavelLpSolution solution;
+    std::unordered_map<int, int> row_of;  // job index -> row of the solution
   };
 
   GavelObjective objective_;
   std::optional<Cached> cache_;
+  GavelRowCache rows_;
+  std::unique_ptr<GavelLpState> lp_ = std::make_unique<GavelLpState>();
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "testing/test_data.h"
 
 #include <fstream>
@@ -103,6 +105,39 @@ INSTANTIATE_TEST_SUITE_P(
 // Under contention (four jobs, two GPUs) max-min leans each kind of job
 // towards the type it is relatively fastest on, and equalizes every job's
 // normalized throughput above what an equal time split would give (0.5).
+// The program kept between solves (a policy's GavelLpState) reaches the
+// same optimum as a fresh solve over a sequence of job sets: jobs arrive
+// and leave, classes empty and refill, the capacity changes once.
+TEST(GavelLpStateTest, WarmSolvesMatchFreshOnes) {
+  for (GavelObjective objective : {GavelObjective::kMaxMinFairness, GavelObjective::kMaxSumThroughput}) {
+    SCOPED_TRACE(objective == GavelObjective::kMaxMinFairness ? "max-min" : "max-sum");
+    GavelLpState* state = nullptr;
+    std::vector<GavelLpJob> pool = {{1, {2.0, 1.0}}, {2, {1.0, 1.0}}, {1, {0.0, 3.0}},
+                                    {4, {5.0, 2.0}}, {1, {1.5, 0.5}}, {2, {0.0, 0.7}}};
+    std::unique_ptr<GavelLpState, void (*)(GavelLpState*)> owned(NewGavelLpState(), &DeleteGavelLpState);
+    state = owned.get();
+    uint32_t bits = 12345;
+    for (int step = 0; step < 40; ++step) {
+      bits = bits * 1103515245u + 12345u;
+      std::vector<GavelLpJob> jobs;
+      for (size_t j = 0; j < pool.size(); ++j) {
+        int copies = static_cast<int>((bits >> (3 * j)) % 3);  // 0 to 2 of each
+        for (int c = 0; c < copies; ++c) jobs.push_back(pool[j]);
+      }
+      std::vector<int> capacity = step < 20 ? std::vector<int>{4, 6} : std::vector<int>{4, 2};
+      auto warm = SolveGavelLp(objective, jobs, capacity, state);
+      auto fresh = SolveGavelLp(objective, jobs, capacity);
+      ASSERT_TRUE(warm.ok() && fresh.ok());
+      EXPECT_NEAR(warm->objective, fresh->objective, 1e-7 * std::max(1.0, std::abs(fresh->objective))) << step;
+      for (size_t j = 0; j < jobs.size(); ++j) {
+        double used = 0;
+        for (double x : warm->time_fraction[j]) used += x;
+        EXPECT_LE(used, 1 + 1e-9);
+      }
+    }
+  }
+}
+
 TEST(GavelLpHeterogeneityTest, MaxMinSkewsToRelativelyFastestType) {
   std::vector<GavelLpJob> jobs = {kTwoSpeedups[0], kTwoSpeedups[0], kTwoSpeedups[1], kTwoSpeedups[1]};
   Result<GavelLpSolution> sol = SolveGavelLp(GavelObjective::kMaxMinFairness, jobs, {1, 1});

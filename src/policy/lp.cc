@@ -85,8 +85,20 @@ int LinearProgram::AddVariable(double lo, double hi, double objective) {
 }
 
 int LinearProgram::AddConstraint(const std::vector<LpTerm>& terms, double lo, double hi) {
-  int row = glp_add_rows(lp_, 1);
-  glp_set_row_bnds(lp_, row, BoundKind(lo, hi), Finite(lo), Finite(hi));
+  glp_add_rows(lp_, 1);
+  const int row = num_rows_++;
+  SetConstraintBounds(row, lo, hi);
+  SetConstraintTerms(row, terms);
+  return row;
+}
+
+void LinearProgram::SetConstraintBounds(int row, double lo, double hi) {
+  assert(row >= 0 && row < num_rows_ && "LinearProgram: unknown constraint");
+  glp_set_row_bnds(lp_, row + 1, BoundKind(lo, hi), Finite(lo), Finite(hi));
+}
+
+void LinearProgram::SetConstraintTerms(int row, const std::vector<LpTerm>& terms) {
+  assert(row >= 0 && row < num_rows_ && "LinearProgram: unknown constraint");
   // GLPK arrays are 1-based; element 0 is unused.
   std::vector<int> ind(1, 0);
   std::vector<double> val(1, 0.0);
@@ -98,8 +110,7 @@ int LinearProgram::AddConstraint(const std::vector<LpTerm>& terms, double lo, do
     ind.push_back(t.var + 1);
     val.push_back(t.coef);
   }
-  glp_set_mat_row(lp_, row, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
-  return num_rows_++;
+  glp_set_mat_row(lp_, row + 1, static_cast<int>(ind.size()) - 1, ind.data(), val.data());
 }
 
 void LinearProgram::SetObjective(int var, double coef) {

@@ -58,6 +58,10 @@ class LinearProgram {
     return AddConstraint(std::vector<LpTerm>(terms), lo, hi);
   }
   void SetObjective(int var, double coef);
+  // Replaces a constraint's terms (as AddConstraint) or its bounds. Like
+  // the other changes, a later Solve starts from the last optimal basis.
+  void SetConstraintTerms(int row, const std::vector<LpTerm>& terms);
+  void SetConstraintBounds(int row, double lo, double hi);
   void SetVariableBounds(int var, double lo, double hi);
   void SetSense(Sense sense);
   // Makes `var` integer-valued (with bounds 0..1: binary). A program with
