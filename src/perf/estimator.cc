@@ -603,7 +603,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   est.memory = best;
   est.memory_gib_per_gpu = best.total_gib;
   est.fits = best.total_gib <= topo.gpu->memory_gib;
-  if (!est.fits) {
+  if (!est.fits && req.explain) {
     char buf[256];
     std::snprintf(buf, sizeof(buf),
                   "needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, "

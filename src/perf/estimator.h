@@ -29,6 +29,9 @@ struct EstimateRequest {
   ParallelPlan plan;
   // The training framework; nullptr = DefaultFrameworkFor(plan).
   const FrameworkProfile* framework = nullptr;
+  // Write Estimate::reason when the plan does not fit (a search that only
+  // keeps the leanest failure's reason asks for it again then).
+  bool explain = true;
 };
 
 // Seconds per iteration on the slowest stage, by cause.

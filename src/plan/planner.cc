@@ -1,6 +1,7 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstdint>
 #include <chrono>
 #include <numeric>
@@ -83,7 +84,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   PlanResult result;
   std::vector<Estimate> fitting;
   double least_memory = 1e300;
-  std::string least_memory_reason;
+  std::optional<EstimateRequest> leanest;  // the failing plan needing least memory
   EstimateRequest er;
   er.model = req.model;
   er.topology = topo;
@@ -157,12 +158,13 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.plan = plan;
                 er.global_batch = global_batch;
                 ++result.candidates_evaluated;
+                er.explain = false;
                 Estimate e = estimator.RunUnchecked(er);
                 if (e.fits) {
                   fitting.push_back(std::move(e));
                 } else if (e.memory_gib_per_gpu < least_memory) {
                   least_memory = e.memory_gib_per_gpu;
-                  least_memory_reason = "the leanest plan tried (" + plan.ToString() + ") " + e.reason;
+                  leanest = er;
                 }
               }
             }
@@ -188,9 +190,13 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   if (static_cast<int>(fitting.size()) > req.top_k) fitting.resize(req.top_k);
   result.plans = std::move(fitting);
   if (result.plans.empty()) {
-    result.reason = result.candidates_evaluated == 0
-                        ? "no valid plan: no (t, p, d) divides the GPU count, heads and global batch"
-                        : "no plan fits in memory: " + least_memory_reason;
+    if (result.candidates_evaluated == 0 || !leanest) {
+      result.reason = "no valid plan: no (t, p, d) divides the GPU count, heads and global batch";
+    } else {
+      leanest->explain = true;
+      result.reason = "no plan fits in memory: the leanest plan tried (" + leanest->plan.ToString() + ") " +
+                      estimator.RunUnchecked(*leanest).reason;
+    }
   }
   result.search_time_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -244,10 +245,18 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
 }
 
 GavelProblem BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache) {
+  GavelProblem p;
+  BuildGavelProblem(snap, cache, p);
+  return p;
+}
+
+void BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache, GavelProblem& p) {
   const Cluster& cluster = *snap.cluster;
   const int num_types = static_cast<int>(cluster.types().size());
-  GavelProblem p;
   p.capacity = UpGpusByType(snap);
+  p.jobs.clear();
+  p.reject.clear();
+  size_t used = 0;  // rows filled; p.rows keeps its vectors for reuse
   GavelRowCache::Entry scratch;
   for (const JobView* job : snap.jobs) {
     const JobSpec& spec = *job->spec;
@@ -275,7 +284,8 @@ GavelProblem BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache) {
         e->throughput[k] = 1.0 / r.iteration_time_s;
       }
     }
-    GavelLpJob row;
+    if (used == p.rows.size()) p.rows.emplace_back();
+    GavelLpJob& row = p.rows[used];
     row.scale = e->scale;
     row.throughput.assign(num_types, 0.0);
     bool fits = false;
@@ -290,15 +300,15 @@ GavelProblem BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache) {
       continue;
     }
     p.jobs.push_back(job->index);
-    p.rows.push_back(std::move(row));
+    ++used;
   }
+  p.rows.resize(used);
   if (cache != nullptr && cache->jobs.size() > 2 * snap.jobs.size() + 64) {
     // Forget jobs that left (finished or rejected).
     std::unordered_map<int, GavelRowCache::Entry> kept;
     for (const JobView* job : snap.jobs) kept.emplace(job->index, std::move(cache->jobs[job->index]));
     cache->jobs = std::move(kept);
   }
-  return p;
 }
 
 namespace {
@@ -310,7 +320,8 @@ class GavelPolicy : public BaselinePolicy {
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
-    GavelProblem problem = BuildGavelProblem(snap, &rows_);
+    BuildGavelProblem(snap, &rows_, problem_);
+    const GavelProblem& problem = problem_;
     const int rows = static_cast<int>(problem.jobs.size());
     const int num_types = static_cast<int>(problem.capacity.size());
 
@@ -384,7 +395,8 @@ class GavelPolicy : public BaselinePolicy {
       const int scale = problem.rows[r].scale;
       const double elapsed_s = std::max(0.0, ToSeconds(snap.now - job.spec->submit));
       for (int k = 0; k < num_types; ++k) {
-        if (!(problem.rows[r].throughput[k] > 0) || scale > problem.capacity[k]) continue;
+        // avail only shrinks: a type without room for it now never has.
+        if (!(problem.rows[r].throughput[k] > 0) || scale > problem.capacity[k] || scale > avail[k]) continue;
         double x = (*x_of[r])[k];
         double attained = k < static_cast<int>(job.attained_gpu_s_by_type.size()) ? job.attained_gpu_s_by_type[k] : 0;
         double received_s = attained / scale;
@@ -393,18 +405,33 @@ class GavelPolicy : public BaselinePolicy {
         entries.push_back({priority, x * elapsed_s - received_s, x, job.index, k, r});
       }
     }
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      return std::tie(b.priority, b.deficit, b.x, a.job, a.type) < std::tie(a.priority, a.deficit, a.x, b.job, b.type);
-    });
-
-    // Greedy: a job at most once, while its type has the GPUs.
+    // Greedy in priority order (a heap: usually the GPUs run out long
+    // before the entries do): a job at most once, while its type has the
+    // GPUs. The order is total (ties: job, then type index).
+    auto later = [](const Entry& a, const Entry& b) {
+      return std::tie(a.priority, a.deficit, a.x, b.job, b.type) < std::tie(b.priority, b.deficit, b.x, a.job, a.type);
+    };
+    std::make_heap(entries.begin(), entries.end(), later);
     std::vector<int> chosen(rows, -1);
-    for (const Entry& e : entries) {
+    // Stop once no type has GPUs for its smallest entry.
+    std::vector<int> smallest(num_types, std::numeric_limits<int>::max());
+    for (const Entry& e : entries) smallest[e.type] = std::min(smallest[e.type], problem.rows[e.row].scale);
+    auto room = [&] {
+      for (int k = 0; k < num_types; ++k) {
+        if (avail[k] >= smallest[k]) return true;
+      }
+      return false;
+    };
+    bool open_gpus = room();
+    for (auto end = entries.end(); end != entries.begin() && open_gpus; --end) {
+      std::pop_heap(entries.begin(), end, later);
+      const Entry& e = *(end - 1);
       if (chosen[e.row] >= 0) continue;
       int scale = problem.rows[e.row].scale;
       if (avail[e.type] < scale) continue;
       avail[e.type] -= scale;
       chosen[e.row] = e.type;
+      open_gpus = room();
     }
 
     // Chosen again on the same type: keep the same GPUs. Then place the
@@ -460,6 +487,7 @@ class GavelPolicy : public BaselinePolicy {
   GavelObjective objective_;
   std::optional<Cached> cache_;
   GavelRowCache rows_;
+  GavelProblem problem_;  // this decision's, its memory reused
   std::unique_ptr<GavelLpState> lp_ = std::make_unique<GavelLpState>();
 };
 

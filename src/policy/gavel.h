@@ -146,6 +146,8 @@ struct GavelRowCache {
   std::unordered_map<int, Entry> jobs;  // by job index
 };
 GavelProblem BuildGavelProblem(const Snapshot& snapshot, GavelRowCache* cache = nullptr);
+// The same into `out`, reusing its memory (a policy keeps one).
+void BuildGavelProblem(const Snapshot& snapshot, GavelRowCache* cache, GavelProblem& out);
 
 // Registers "gavel" (max-min fairness) and "gavel-throughput" (max-sum).
 void RegisterGavelPolicies(PolicyRegistry& registry);

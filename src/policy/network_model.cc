@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -31,6 +32,9 @@ Phases SplitIteration(const CommJob& j) {
   double e = std::clamp(j.exposed_s, 0.0, w);
   return {j.iteration_s - w, j.iteration_s - e};
 }
+
+// Periodic answers kept (then forgotten all at once): bounds the memory.
+constexpr size_t kMaxMemo = 1 << 16;
 
 // The fractional part of id * the golden ratio: well-spread start phases
 // that depend on the job alone.
@@ -135,7 +139,45 @@ std::vector<double> NetworkModel::IterationTimes(std::span<const CommJob> jobs, 
     return {c};
   }
   if (static_cast<int>(jobs.size()) > options_.max_simulated_jobs) return MeanFieldIterationTimes(jobs, duty);
-  return Periodic(jobs, duty);
+  std::vector<double> key;
+  std::unordered_map<int, int> local;
+  std::vector<double> capacity;
+  std::vector<std::vector<int>> scratch;
+  key.push_back(static_cast<double>(jobs.size()));
+  for (const CommJob& j : jobs) {
+    key.insert(key.end(), {Phase(j.id), j.iteration_s, j.network_s, j.exposed_s, HopBytes(j)});
+    const auto& paths = PathsOf(j, scratch);
+    key.push_back(static_cast<double>(paths.size()));
+    for (const auto& path : paths) {
+      key.push_back(static_cast<double>(path.size()));
+      for (int l : path) {
+        auto [it, added] = local.try_emplace(l, static_cast<int>(capacity.size()));
+        if (added) capacity.push_back(fabric_.network.capacity(l));
+        key.push_back(it->second);
+      }
+    }
+  }
+  key.insert(key.end(), capacity.begin(), capacity.end());
+  if (auto it = periodic_memo_.find(key); it != periodic_memo_.end()) {
+    if (duty != nullptr) *duty = it->second.second;
+    return it->second.first;
+  }
+  std::vector<double> d;
+  std::vector<double> times = Periodic(jobs, &d);
+  if (periodic_memo_.size() >= kMaxMemo) periodic_memo_.clear();
+  periodic_memo_.emplace(std::move(key), std::make_pair(times, d));
+  if (duty != nullptr) *duty = std::move(d);
+  return times;
+}
+
+size_t NetworkModel::KeyHash::operator()(const std::vector<double>& k) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values' bits
+  for (double v : k) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return static_cast<size_t>(h ^ (h >> 32));
 }
 
 std::vector<double> NetworkModel::MeanFieldIterationTimes(std::span<const CommJob> jobs,

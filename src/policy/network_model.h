@@ -34,6 +34,8 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "hardware/cluster.h"
@@ -104,6 +106,15 @@ class NetworkModel {
   Fabric fabric_;
   mutable std::vector<int> first_on_link_;  // Components' scratch, -1 = none
   mutable std::vector<int> local_of_link_;  // the mean field's scratch, -1 = none
+  // Periodic's answers by everything they depend on (each job's phase,
+  // times and bytes, its paths with links renumbered in order of first use,
+  // and those links' capacities): a group seen before on other nodes of the
+  // same shape is answered at once, bit for bit the same.
+  struct KeyHash {
+    size_t operator()(const std::vector<double>& k) const;
+  };
+  mutable std::unordered_map<std::vector<double>, std::pair<std::vector<double>, std::vector<double>>, KeyHash>
+      periodic_memo_;
 };
 
 // The network as a policy's belief: the multi-node jobs running now, each
