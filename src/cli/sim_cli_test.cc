@@ -48,6 +48,35 @@ TEST(SimCli, SimulateJsonHasTheSummaryContract) {
   EXPECT_EQ(j["jobs_finished"].get<int>() + j["jobs_unfinished"].get<int>() + j["jobs_rejected"].get<int>(), 400);
 }
 
+// --decision-log: a header, then one row per decision of each policy, its
+// wall time a number >= 0; the summary carries the same count, the memory
+// refusals and the decision-time quantiles.
+TEST(SimCli, DecisionLogHasOneRowPerDecision) {
+  std::string path = ::tessel::testing::ProcessTempDir() + "/decisions.csv";
+  Out r = Tessel({"compare", "--policies", "fcfs,elasticflow", "--json", "--no-progress", "--decision-log", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto list = nlohmann::json::parse(r.out);
+  ASSERT_EQ(list.size(), 2u);
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "policy,time_s,at_round,active_jobs,changes,wall_ms");
+  std::map<std::string, int> rows;
+  while (std::getline(in, line)) {
+    std::string policy = line.substr(0, line.find(','));
+    ++rows[policy];
+    double wall = std::stod(line.substr(line.rfind(',') + 1));
+    EXPECT_GE(wall, 0) << line;
+  }
+  for (const auto& s : list) {
+    EXPECT_EQ(rows[s["policy"].get<std::string>()], s["decisions"].get<int>()) << s["policy"];
+    EXPECT_LE(s["decision_p50_ms"].get<double>(), s["decision_p99_ms"].get<double>());
+    EXPECT_LE(s["decision_p99_ms"].get<double>(), s["decision_max_ms"].get<double>() * 1.0101);
+    EXPECT_TRUE(s.contains("memory_refusals"));
+    EXPECT_TRUE(s.contains("jobs_memory_refused"));
+  }
+}
+
 TEST(SimCli, SimulateRunsUnderEachPlacementRule) {
   std::string dir = ::tessel::testing::ProcessTempDir();
   std::map<std::string, std::string> logs;

@@ -91,6 +91,9 @@ void SimFlags::Add(CLI::App& app) {
                  "carry capacity / (1 + x (k-1)/k) (default 0: pure max-min; their 10 GbE figure is 0.2745)");
   app.add_option("--out", out, "Write summary.json, jobs.csv, timeline.csv and plots (PNG, gnuplot) to this directory");
   app.add_option("--event-log", event_log, "Write every event and decision to this file");
+  app.add_option("--decision-log", decision_log,
+                 "Write one CSV row per decision to this file: policy,time_s,at_round,active_jobs,changes,wall_ms "
+                 "(wall time of the policy, the check and the apply: varies run to run)");
   app.add_option("--data", data, "Shared data folder for --truth arena-db (default $TESSEL_DATA or ../shared/data)");
   app.add_flag("--json", json, "Print the summary as JSON");
   app.add_flag("--no-progress", no_progress, "No progress bar on stderr");
@@ -99,6 +102,12 @@ void SimFlags::Add(CLI::App& app) {
 Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (!f.out.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputDir("--out", f.out));
   if (!f.event_log.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputFile("--event-log", f.event_log));
+  if (!f.decision_log.empty()) {
+    TESSEL_RETURN_IF_ERROR(CheckOutputFile("--decision-log", f.decision_log));
+    std::ofstream out(f.decision_log, std::ios::binary | std::ios::trunc);
+    out << "policy,time_s,at_round,active_jobs,changes,wall_ms\n";
+    if (!out) return Unavailable("--decision-log: cannot write " + f.decision_log);
+  }
   auto cluster = LoadCluster(f.cluster);
   if (!cluster.ok()) return Status(cluster.status().code(), "--cluster: " + cluster.status().message());
   SimSetup setup{std::move(*cluster), {}, {}, {}, nullptr};
@@ -302,6 +311,12 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
     log.open(f.event_log, std::ios::binary);
     if (!log) return Unavailable("--event-log: cannot write " + f.event_log);
     sim.set_event_log(&log);
+  }
+  std::ofstream decisions;
+  if (!f.decision_log.empty()) {
+    decisions.open(f.decision_log, std::ios::binary | std::ios::app);
+    if (!decisions) return Unavailable("--decision-log: cannot write " + f.decision_log);
+    sim.set_decision_log(&decisions, policy_spec.find(',') == std::string::npos ? policy_spec : "\"" + policy_spec + "\"");
   }
   std::unique_ptr<ProgressBar> bar;
   if (!f.no_progress && &err == &std::cerr && isatty(STDERR_FILENO)) {

@@ -34,6 +34,7 @@ struct SimFlags {
   std::string reference_gpu;
   std::string out;
   std::string event_log;
+  std::string decision_log;
   std::string data;
   bool json = false;
   bool no_progress = false;

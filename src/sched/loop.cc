@@ -156,6 +156,7 @@ Result<bool> SchedulerLoop::Step() {
     }
     last_decision_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     decision_times_.Add(last_decision_s_);
+    if (after_decision_) after_decision_(now_, round, snap.jobs.size(), d.assign.size() + d.reject.size(), last_decision_s_);
   }
   backend_.Settle(now_);
   if (after_step_) after_step_(now_);

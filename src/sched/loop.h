@@ -64,6 +64,10 @@ class SchedulerLoop {
 
   // Called after every step (progress reporting).
   void set_after_step(std::function<void(SimTime)> fn) { after_step_ = std::move(fn); }
+  // Called after every decision: its time, whether it was a round, the
+  // active jobs it saw, the allocations it changed and its wall time (s).
+  using DecisionHook = std::function<void(SimTime now, bool at_round, size_t jobs, size_t changes, double wall_s)>;
+  void set_after_decision(DecisionHook fn) { after_decision_ = std::move(fn); }
 
   SimTime now() const { return now_; }
   int64_t decisions() const { return decisions_; }
@@ -95,6 +99,7 @@ class SchedulerLoop {
   std::atomic<bool> stop_{false};
   std::atomic<bool> poked_{false};
   std::function<void(SimTime)> after_step_;
+  DecisionHook after_decision_;
 };
 
 }  // namespace tessel

@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "sched/clock.h"
 #include "sched/loop.h"
@@ -31,6 +32,14 @@ Result<SimResult> Simulator::Run() {
         since_progress = 0;
         progress_({now, backend.done_jobs(), backend.total_jobs()});
       }
+    });
+  }
+  if (decision_log_ != nullptr) {
+    loop.set_after_decision([this](SimTime now, bool at_round, size_t jobs, size_t changes, double wall_s) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ",%.6f,%d,%zu,%zu,%.4f\n", ToSeconds(now), at_round ? 1 : 0, jobs, changes,
+                    1e3 * wall_s);
+      *decision_log_ << decision_log_policy_ << buf;
     });
   }
   TESSEL_RETURN_IF_ERROR(loop.Run());

@@ -47,6 +47,12 @@ class Simulator {
   // A line per event and decision ("   300.000000 start job=j1 ..."), for
   // golden tests and debugging. Optional; costs time when set.
   void set_event_log(std::ostream* log) { event_log_ = log; }
+  // One CSV row per decision (wall time: not reproducible), without a
+  // header: policy,time_s,at_round,active_jobs,changes,wall_ms.
+  void set_decision_log(std::ostream* log, std::string policy) {
+    decision_log_ = log;
+    decision_log_policy_ = std::move(policy);
+  }
   // Plays jobs whose JobSpec::app is in `apps` from its measured profile
   // (the `apps` truth source): progress is statistical (steps at the
   // application's initial batch size), the job's agent picks its batch for
@@ -72,6 +78,8 @@ class Simulator {
   ThroughputModel& truth_;
   SimConfig config_;
   std::ostream* event_log_ = nullptr;
+  std::ostream* decision_log_ = nullptr;
+  std::string decision_log_policy_;
   const goodput::AppCatalog* apps_ = nullptr;
   std::function<void(const SimProgress&)> progress_;
   int progress_every_ = 4096;
