@@ -23,6 +23,15 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
   app.add_option("--gpu-types", opts->gpu_types, "GPU types jobs request, uniformly (default: any type)")
       ->delimiter(',');
   app.add_flag("--elastic", opts->elastic, "Elastic jobs: [1, 4 x requested] GPUs");
+  app.add_option("--deadlines", opts->deadline_fraction,
+                 "Share of the jobs (0 to 1) given a deadline: submit + U(LO, HI) x the job's duration alone "
+                 "(default 0: none)");
+  auto range = std::make_shared<std::vector<double>>();
+  app.add_option("--deadline-range", *range,
+                 "LO,HI of those deadlines, in multiples of the duration (default 0.5,1.5, ElasticFlow's "
+                 "generator: some cannot be met)")
+      ->delimiter(',')
+      ->expected(2);
   app.add_option("--out", *out, "Write here instead of stdout");
   app.footer(
       "\nphilly, itp: arrivals are Poisson; GPU counts and durations follow published cluster-trace\n"
@@ -36,8 +45,12 @@ CommandAction SetupGenTrace(CLI::App& app, CommandIo io) {
       "--jobs keeps their rate (the window grows), the first job arrives at 0, and the draws are\n"
       "tessel's, not numpy's. Run it on the ddl-64 cluster.\n"
       "The output is tessel's trace format (`--format tessel`).");
-  return [io, opts, out, jobs] {
+  return [io, opts, out, jobs, range] {
     if (jobs->count() == 0) opts->jobs = GenTraceDefaultJobs(opts->profile);
+    if (range->size() == 2) {
+      opts->deadline_min = (*range)[0];
+      opts->deadline_max = (*range)[1];
+    }
     if (!out->empty()) {
       Status where = CheckOutputFile("--out", *out);
       if (!where.ok()) {

@@ -234,6 +234,7 @@ struct SlurmBackend::Impl {
     t->spec.id = std::to_string(id);
     t->spec.user = row->user;
     t->spec.submit = row->submitted_us;
+    if (t->dspec.deadline_s > 0) t->spec.deadline = t->spec.submit + Seconds(static_cast<double>(t->dspec.deadline_s));
     t->state = row->state;
     if (row->slurm_job_id) {
       try {

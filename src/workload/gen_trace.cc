@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 #include <cmath>
 #include <iterator>
 #include <numbers>
@@ -196,6 +197,24 @@ Result<Workload> GenerateDdl(const GenTraceOptions& opts, const std::vector<std:
   return w;
 }
 
+
+// Deadlines for a share of the jobs (GenTraceOptions::deadline_fraction),
+// from their own random stream; `alone_s` is each job's time alone.
+void AddDeadlines(const GenTraceOptions& opts, Workload& w, const std::function<double(const JobSpec&)>& alone_s) {
+  if (!(opts.deadline_fraction > 0)) return;
+  std::mt19937_64 rng(opts.seed ^ 0x6465616431696e65ULL);  // "deadline"
+  int given = 0;
+  for (JobSpec& j : w.jobs) {
+    const double u = Uniform(rng), slack = opts.deadline_min + (opts.deadline_max - opts.deadline_min) * Uniform(rng);
+    if (u >= opts.deadline_fraction) continue;
+    j.deadline = j.submit + Seconds(std::round(slack * alone_s(j) * 1e3) / 1e3);  // whole ms
+    ++given;
+  }
+  w.notes.push_back(w.name + ": " + std::to_string(given) + " jobs with a deadline of submit + U(" +
+                    FormatDouble(opts.deadline_min) + ", " + FormatDouble(opts.deadline_max) +
+                    ") x their duration alone");
+}
+
 }  // namespace
 
 Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
@@ -230,7 +249,24 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
     if (!g.ok()) return InvalidArgument("gpu types: " + g.status().message());
     types.push_back((*g)->name);
   }
-  if (ddl) return GenerateDdl(opts, types);
+  if (!(opts.deadline_fraction >= 0 && opts.deadline_fraction <= 1)) {
+    return InvalidArgument("deadlines: expected a share of the jobs from 0 to 1, got " +
+                           FormatDouble(opts.deadline_fraction));
+  }
+  if (!(opts.deadline_min > 0) || !(opts.deadline_max >= opts.deadline_min) || !(opts.deadline_max <= 1e3)) {
+    return InvalidArgument("deadline range: expected 0 < LO <= HI <= 1000 (multiples of a job's duration), got " +
+                           FormatDouble(opts.deadline_min) + "," + FormatDouble(opts.deadline_max));
+  }
+  if (ddl) {
+    auto w = GenerateDdl(opts, types);
+    if (w.ok()) {
+      AddDeadlines(opts, *w, [](const JobSpec& j) {
+        const ProfiledModel* m = FindProfiledModel(j.model);
+        return m == nullptr ? 0.0 : j.iterations.value_or(0) * (m->forward_s + m->backward_s);
+      });
+    }
+    return w;
+  }
 
   const double rate = opts.arrival_rate_per_hour > 0 ? opts.arrival_rate_per_hour
                                                      : profile->jobs_per_hour;
@@ -288,6 +324,7 @@ Result<Workload> GenerateTrace(const GenTraceOptions& opts) {
                          ? " (durations x " + FormatDouble(opts.duration_scale) + ")"
                          : std::string()));
   w.notes.push_back(w.name + ": " + ModelMappingNote(opts.seed, w.jobs.size()));
+  AddDeadlines(opts, w, [](const JobSpec& j) { return j.duration_s.value_or(0); });
   return w;
 }
 

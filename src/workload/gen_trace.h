@@ -74,6 +74,12 @@ struct GenTraceOptions {
   // false: rigid jobs (min = max = requested). true: elastic in
   // [1, min(4 x requested, max_job_gpus)], as the Arena importer does.
   bool elastic = false;
+  // This share of the jobs (0 to 1, drawn per job) get a deadline: submit +
+  // U(deadline_min, deadline_max) x the job's duration alone on its request
+  // (ElasticFlow's generator: U(0.5, 1.5), so some deadlines cannot be met).
+  // Drawn from a stream of their own: the other fields do not change.
+  double deadline_fraction = 0;
+  double deadline_min = 0.5, deadline_max = 1.5;
 };
 
 std::vector<std::string> GenTraceProfileNames();

@@ -303,5 +303,41 @@ TEST(GenTrace, WriteRejectsAJobWithoutWork) {
   EXPECT_EQ(s.message(), "job 'x': expected exactly one of iterations and duration_s");
 }
 
+
+// --deadlines: a share of the jobs get submit + U(lo, hi) x their duration;
+// drawn from a stream of their own, so every other field is unchanged.
+TEST(GenTraceTest, DeadlinesForAShareOfTheJobsLeaveTheRestUnchanged) {
+  GenTraceOptions plain;
+  plain.jobs = 400;
+  GenTraceOptions with = plain;
+  with.deadline_fraction = 0.5;
+  with.deadline_min = 0.5;
+  with.deadline_max = 1.5;
+  Workload a = GenerateTrace(plain).value();
+  Workload b = GenerateTrace(with).value();
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  int given = 0;
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    EXPECT_FALSE(a.jobs[i].deadline);
+    EXPECT_EQ(a.jobs[i].submit, b.jobs[i].submit);
+    EXPECT_EQ(a.jobs[i].model, b.jobs[i].model);
+    EXPECT_EQ(a.jobs[i].duration_s, b.jobs[i].duration_s);
+    if (!b.jobs[i].deadline) continue;
+    ++given;
+    double slack = ToSeconds(*b.jobs[i].deadline - b.jobs[i].submit) / *b.jobs[i].duration_s;
+    EXPECT_GE(slack, 0.5 - 1e-3);
+    EXPECT_LE(slack, 1.5 + 1e-3);
+  }
+  EXPECT_GT(given, 150);
+  EXPECT_LT(given, 250);
+  // Seeded: the same deadlines again.
+  Workload c = GenerateTrace(with).value();
+  for (size_t i = 0; i < b.jobs.size(); ++i) EXPECT_EQ(b.jobs[i].deadline, c.jobs[i].deadline);
+  with.deadline_fraction = 1.5;
+  EXPECT_EQ(GenerateTrace(with).status().code(), StatusCode::kInvalidArgument);
+  with.deadline_fraction = 1;
+  with.deadline_min = 2;
+  EXPECT_EQ(GenerateTrace(with).status().code(), StatusCode::kInvalidArgument);
+}
 }  // namespace
 }  // namespace tessel

@@ -19,6 +19,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/json_text.h"
+#include "core/sim_time.h"
 #include "core/strings.h"
 #include "hardware/gpu.h"
 #include "model/catalog.h"
@@ -54,8 +55,8 @@ const char* const kNameRule =
 
 const std::vector<std::string>& KnownFields() {
   static const std::vector<std::string> kFields = {
-      "checkpoint_dir", "command", "elastic", "env",      "global_batch", "gpu_types", "gpus",
-      "iterations",     "max_gpus", "min_gpus", "model", "name",         "priority",  "workdir"};
+      "checkpoint_dir", "command",  "deadline", "elastic", "env",          "global_batch", "gpu_types",
+      "gpus",           "iterations", "max_gpus", "min_gpus", "model", "name",         "priority",  "workdir"};
   return kFields;
 }
 
@@ -661,6 +662,17 @@ Result<DaemonJobSpec> SpecParser::Parse(std::string_view text) {
     }
   }
   if (const Field* f = get("env")) ReadEnv(*f, &spec);
+  if (const Field* f = get("deadline")) {
+    const std::string expect = "a duration after submission from 1 s to 1e9 s (e.g. 36h, 90m, 3600)";
+    if (auto s = String(f->name, f->line, f->value, expect)) {
+      auto d = ParseDuration(*s, "deadline");
+      if (!d.ok() || *d < Seconds(1) || *d > Seconds(1e9)) {
+        Problem(f->line, f->name, "must be " + expect + ", got " + Quote(*s));
+      } else {
+        spec.deadline_s = static_cast<int64_t>(ToSeconds(*d));
+      }
+    }
+  }
 
   if (!problems_.empty()) {
     std::stable_sort(problems_.begin(), problems_.end(),
@@ -731,6 +743,7 @@ std::string DaemonJobSpecToJson(const DaemonJobSpec& spec) {
   j["elastic"] = spec.elastic;
   j["priority"] = spec.priority;
   j["env"] = spec.env;
+  if (spec.deadline_s > 0) j["deadline_s"] = spec.deadline_s;
   return JsonText(j);
 }
 
@@ -754,6 +767,7 @@ Result<DaemonJobSpec> DaemonJobSpecFromJson(std::string_view json) {
     s.elastic = j.at("elastic").get<bool>();
     s.priority = j.at("priority").get<int>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
+    if (j.contains("deadline_s")) s.deadline_s = j.at("deadline_s").get<int64_t>();  // specs stored before it: none
     if (s.model_yaml.empty()) {
       auto m = FindModel(model);
       if (!m.ok()) return InvalidArgument("stored job spec '" + s.name + "': " + m.status().message());

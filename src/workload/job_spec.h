@@ -34,6 +34,10 @@
 //                         #   (`tessel catalog`), each once; default any type
 //   priority: 0           # optional integer; higher runs first where the
 //                         #   policy uses priorities
+//   deadline: 36h         # optional; finish within this long of submission
+//                         #   (1 s to 1e9 s; 36h, 90m, 3600): deadline-aware
+//                         #   policies (elasticflow, arena-ddl) admit and
+//                         #   value it by it; every summary reports it met
 //   env: {KEY: value}     # optional extra environment; keys
 //                         #   [A-Za-z_][A-Za-z0-9_]*, not starting with
 //                         #   TESSEL_ or SLURM_; values scalars (read as text)
@@ -81,6 +85,7 @@ struct DaemonJobSpec {
   bool elastic = false;
   int priority = 0;
   std::map<std::string, std::string> env;
+  int64_t deadline_s = 0;  // seconds after submission it should finish by; 0 = none
 };
 
 // Parses and validates a spec. `file_name` names it in errors; `base_dir`

@@ -309,7 +309,7 @@ TEST_F(JobSpecTest, JsonRoundTrip) {
   for (const std::string& yaml :
        {kGood, WithLine("model", "model: {name: spec-json, layers: 2, hidden: 64, heads: 4, seq_len: 32}") +
                    "gpus: 2\nelastic: true\nmax_gpus: 4\ngpu_types: [a100-80g]\nenv: {A: b}\n"
-                   "checkpoint_dir: /ckpt\npriority: 5\n"}) {
+                   "checkpoint_dir: /ckpt\npriority: 5\ndeadline: 36h\n"}) {
     auto spec = Parse(yaml);
     ASSERT_TRUE(spec.ok()) << spec.status().message();
     std::string json = DaemonJobSpecToJson(*spec);
@@ -325,6 +325,9 @@ TEST_F(JobSpecTest, JsonRoundTrip) {
                    R"("iterations":200,"command":["$DIR/train.sh","--layers","2"],"workdir":"$DIR/jobs",)"
                    R"("checkpoint_dir":"","gpus":1,"min_gpus":1,"max_gpus":1,"gpu_types":[],)"
                    R"("elastic":false,"priority":0,"env":{}})"));
+  EXPECT_EQ(Parse(kGood + "deadline: 90m\n")->deadline_s, 5400);
+  EXPECT_EQ(Parse(kGood + "deadline: 3600\n")->deadline_s, 3600);
+  EXPECT_EQ(Parse(kGood)->deadline_s, 0);
   EXPECT_EQ(DaemonJobSpecFromJson("{").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(DaemonJobSpecFromJson(R"({"name": 3})").status().code(), StatusCode::kInvalidArgument);
 }
@@ -348,7 +351,7 @@ std::string Repeat(const std::string& s, int n) {
 }
 
 const char* const kKnownFields =
-    "known: checkpoint_dir, command, elastic, env, global_batch, gpu_types, gpus, iterations, "
+    "known: checkpoint_dir, command, deadline, elastic, env, global_batch, gpu_types, gpus, iterations, "
     "max_gpus, min_gpus, model, name, priority, workdir";
 
 std::vector<BadCase> BadCases() {
@@ -406,6 +409,12 @@ std::vector<BadCase> BadCases() {
       {"PriorityOverflow", kGood + "priority: -2147483649\n",
        "jobs/a.yaml:6: priority: must be an integer from -2147483648 to 2147483647, got \"-2147483649\""},
       {"PlusMinus", kGood + "gpus: +-5\n", "jobs/a.yaml:6: gpus: must be an integer >= 1, got \"+-5\""},
+      {"DeadlineNotADuration", kGood + "deadline: tomorrow\n",
+       "jobs/a.yaml:6: deadline: must be a duration after submission from 1 s to 1e9 s (e.g. 36h, 90m, 3600), "
+       "got \"tomorrow\""},
+      {"DeadlineZero", kGood + "deadline: 0\n",
+       "jobs/a.yaml:6: deadline: must be a duration after submission from 1 s to 1e9 s (e.g. 36h, 90m, 3600), "
+       "got \"0\""},
       {"MinusZero", kGood + "gpus: -0\n", "jobs/a.yaml:6: gpus: must be an integer >= 1, got \"-0\""},
       {"Infinity", kGood + "gpus: .inf\n", "jobs/a.yaml:6: gpus: must be an integer >= 1, got \".inf\""},
       {"NaN", kGood + "priority: .nan\n",
