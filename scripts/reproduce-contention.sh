@@ -61,9 +61,9 @@ if [ "${ARENA:-0}" = 1 ]; then
     trace="$DATA/arena/traces/simulate_trace_$t.csv"
     echo "== $t on arena-1280-2to1: network model on"
     $T compare --cluster arena-1280-2to1 --trace "$trace" --no-progress \
-      --policies fcfs,tiresias,gavel,elasticflow,pollux,sia,arena,arena:network=false
+      --policies fcfs,tiresias,gavel,elasticflow:admission=false,pollux,sia,arena,arena:network=false
     echo "== $t on arena-1280-2to1: network model off (every job at its rate alone)"
     $T compare --cluster arena-1280-2to1 --trace "$trace" --no-progress --network off \
-      --policies fcfs,tiresias,gavel,elasticflow,pollux,sia,arena
+      --policies fcfs,tiresias,gavel,elasticflow:admission=false,pollux,sia,arena
   done
 fi

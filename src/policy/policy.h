@@ -3,7 +3,13 @@
 //  - not mutate the snapshot (it is const) or keep pointers into it;
 //  - return the same Decision for the same snapshot (they may memoise, e.g.
 //    an LP solution keyed by the set of jobs, but never depend on call
-//    history in a way the snapshot does not determine);
+//    history in a way the snapshot does not determine). Where the policy's
+//    definition carries state, it is the policy's own and documented:
+//    elasticflow remembers which jobs it admitted (admission happens once,
+//    at arrival), gavel keeps its last LP solution between rounds (Gavel
+//    allocates at round boundaries) and re-solves from the last basis, so
+//    of several optimal solutions it may pick another than a fresh solve;
+//    the same sequence of snapshots still gives the same decisions;
 //  - only assign GPUs that are free in the snapshot or released by the same
 //    Decision (the backend checks and reports a violation as a bug);
 //  - be deterministic: ties break on job index, node id, type index.
