@@ -76,6 +76,7 @@ struct GavelLpState {
   std::vector<LinearProgram> lps;
   int t = -1;
   std::vector<int> cap_rows;  // per type, in every program
+  bool phase2_solved = false;
 };
 
 GavelLpState* NewGavelLpState() { return new GavelLpState(); }
@@ -92,11 +93,6 @@ void ResetState(GavelLpState& st, GavelObjective objective, const std::vector<in
   if (max_min) st.lps.emplace_back(LinearProgram::kMaximize);
   if (max_min) {
     for (size_t p = 0; p < st.lps.size(); ++p) st.t = st.lps[p].AddVariable(0, kLpInfinity, p == 0 ? 1.0 : 0.0);
-  }
-  for (size_t k = 0; k < capacity.size(); ++k) {
-    int row = -1;  // the same index in every program
-    for (LinearProgram& lp : st.lps) row = lp.AddConstraint({}, -kLpInfinity, capacity[k]);
-    st.cap_rows.push_back(row);
   }
 }
 
@@ -197,6 +193,13 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
     }
   }
   if (!any) return sol;
+  if (st.cap_rows.empty()) {  // after the first classes' rows: a better first basis
+    for (size_t k = 0; k < capacity.size(); ++k) {
+      int row = -1;  // the same index in every program
+      for (LinearProgram& lp : st.lps) row = lp.AddConstraint({}, -kLpInfinity, capacity[k]);
+      st.cap_rows.push_back(row);
+    }
+  }
   std::vector<LpTerm> terms;
   for (int k = 0; k < num_types; ++k) {  // sum_j s_j X[j][k] <= cap_k
     terms.clear();
@@ -216,6 +219,8 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
   if (max_min) {
     // Second phase: keep the minimum, use the rest of the capacity.
     LinearProgram& lp2 = st.lps[1];
+    if (!st.phase2_solved) lp2.WarmStartFrom(st.lps[0]);  // a fresh program: from the first phase's basis
+    st.phase2_solved = true;
     lp2.SetVariableBounds(st.t, st.lps[0].value(st.t) * (1 - kMaxMinSlack), kLpInfinity);
     Status s2 = lp2.Solve();
     sol.iterations += lp2.iterations();

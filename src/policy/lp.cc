@@ -92,6 +92,17 @@ int LinearProgram::AddConstraint(const std::vector<LpTerm>& terms, double lo, do
   return row;
 }
 
+void LinearProgram::WarmStartFrom(const LinearProgram& other) {
+  assert(!solved_once_ && num_vars_ == other.num_vars_ && num_rows_ == other.num_rows_ &&
+         "LinearProgram::WarmStartFrom: an unsolved program of the same shape");
+  int was_on = glp_term_out(GLP_OFF);
+  glp_scale_prob(lp_, GLP_SF_AUTO);
+  glp_term_out(was_on);
+  for (int r = 1; r <= num_rows_; ++r) glp_set_row_stat(lp_, r, glp_get_row_stat(other.lp_, r));
+  for (int c = 1; c <= num_vars_; ++c) glp_set_col_stat(lp_, c, glp_get_col_stat(other.lp_, c));
+  solved_once_ = true;
+}
+
 void LinearProgram::SetConstraintBounds(int row, double lo, double hi) {
   assert(row >= 0 && row < num_rows_ && "LinearProgram: unknown constraint");
   glp_set_row_bnds(lp_, row + 1, BoundKind(lo, hi), Finite(lo), Finite(hi));

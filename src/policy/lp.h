@@ -58,6 +58,10 @@ class LinearProgram {
     return AddConstraint(std::vector<LpTerm>(terms), lo, hi);
   }
   void SetObjective(int var, double coef);
+  // Starts the next Solve from `other`'s last basis (the same variables and
+  // constraints, e.g. a copy kept for a second objective) instead of the
+  // standard one. Only before this program's first Solve.
+  void WarmStartFrom(const LinearProgram& other);
   // Replaces a constraint's terms (as AddConstraint) or its bounds. Like
   // the other changes, a later Solve starts from the last optimal basis.
   void SetConstraintTerms(int row, const std::vector<LpTerm>& terms);
