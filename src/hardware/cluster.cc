@@ -314,6 +314,10 @@ Result<Cluster> Cluster::Build(ClusterSpec spec) {
 }
 
 int Cluster::FindType(std::string_view gpu_name) const {
+  // The catalog's own name (what importers and specs store) needs no lookup.
+  for (size_t i = 0; i < types_.size(); ++i) {
+    if (types_[i].gpu->name == gpu_name) return static_cast<int>(i);
+  }
   auto gpu = FindGpu(gpu_name);
   if (!gpu.ok()) return -1;
   for (size_t i = 0; i < types_.size(); ++i) {

@@ -418,25 +418,37 @@ class GavelPolicy : public BaselinePolicy {
     };
     std::make_heap(entries.begin(), entries.end(), later);
     std::vector<int> chosen(rows, -1);
-    // Stop once no type has GPUs for its smallest entry.
-    std::vector<int> smallest(num_types, std::numeric_limits<int>::max());
-    for (const Entry& e : entries) smallest[e.type] = std::min(smallest[e.type], problem.rows[e.row].scale);
+    // Stop as soon as no entry left could be taken: per type, the counts of
+    // the GPU counts (scales) of live entries (row not chosen, not popped).
+    std::vector<std::map<int, int>> live(num_types);
+    std::vector<uint8_t> counted(static_cast<size_t>(rows) * num_types, 0);
+    for (const Entry& e : entries) {
+      ++live[e.type][problem.rows[e.row].scale];
+      counted[static_cast<size_t>(e.row) * num_types + e.type] = 1;
+    }
+    auto drop = [&](int row, int type) {
+      uint8_t& c = counted[static_cast<size_t>(row) * num_types + type];
+      if (!c) return;
+      c = 0;
+      auto it = live[type].find(problem.rows[row].scale);
+      if (--it->second == 0) live[type].erase(it);
+    };
     auto room = [&] {
       for (int k = 0; k < num_types; ++k) {
-        if (avail[k] >= smallest[k]) return true;
+        if (!live[k].empty() && live[k].begin()->first <= avail[k]) return true;
       }
       return false;
     };
-    bool open_gpus = room();
-    for (auto end = entries.end(); end != entries.begin() && open_gpus; --end) {
+    for (auto end = entries.end(); end != entries.begin() && room(); --end) {
       std::pop_heap(entries.begin(), end, later);
       const Entry& e = *(end - 1);
+      drop(e.row, e.type);
       if (chosen[e.row] >= 0) continue;
       int scale = problem.rows[e.row].scale;
       if (avail[e.type] < scale) continue;
       avail[e.type] -= scale;
       chosen[e.row] = e.type;
-      open_gpus = room();
+      for (int k = 0; k < num_types; ++k) drop(e.row, k);
     }
 
     // Chosen again on the same type: keep the same GPUs. Then place the

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "model/catalog.h"
 #include "plan/planner.h"
@@ -28,6 +29,14 @@ struct RateKey {
     return std::tie(model, batch, type, gpus, nodes, share64) <
            std::tie(o.model, o.batch, o.type, o.gpus, o.nodes, o.share64);
   }
+  bool operator==(const RateKey& o) const = default;
+};
+struct RateKeyHash {
+  size_t operator()(const RateKey& k) const {
+    size_t h = std::hash<std::string>()(k.model);
+    for (int v : {k.batch, k.type, k.gpus, k.nodes, k.share64}) h = h * 1000003u ^ static_cast<size_t>(v);
+    return h;
+  }
 };
 
 // The precision a job trains in on `gpu`: the model's own, or fp16 where
@@ -44,7 +53,7 @@ struct EstimatorThroughput::Impl {
   PlanMode mode;
   PerfParams params;
   Estimator estimator{params};
-  std::map<RateKey, JobRate> cache;
+  std::unordered_map<RateKey, JobRate, RateKeyHash> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
 
   Impl(const Cluster& c, PlanMode m, PerfParams p) : cluster(c), mode(m), params(std::move(p)) {}
