@@ -269,11 +269,12 @@ void BuildGavelProblem(const Snapshot& snap, GavelRowCache* cache, GavelProblem&
     bool known = false;
     if (cache != nullptr) {
       e = &cache->jobs[job->index];
-      known = e->spec == &spec && e->batch == spec.global_batch && e->model == spec.model;
+      // The same spec object (a job's index names one job; its model never
+      // changes, its batch may under batch-adapting backends).
+      known = e->spec == &spec && e->batch == spec.global_batch;
     }
     if (!known) {
       e->spec = &spec;
-      e->model = spec.model;
       e->batch = spec.global_batch;
       e->scale = std::max(1, spec.requested_gpus);
       e->throughput.assign(num_types, 0.0);
@@ -410,45 +411,51 @@ class GavelPolicy : public BaselinePolicy {
         entries.push_back({priority, x * elapsed_s - received_s, x, job.index, k, r});
       }
     }
-    // Greedy in priority order (a heap: usually the GPUs run out long
-    // before the entries do): a job at most once, while its type has the
-    // GPUs. The order is total (ties: job, then type index).
+    // Greedy in priority order: a job at most once, while its type has the
+    // GPUs; the order is total (ties: job, then type index). Each row's
+    // entries are contiguous (built row by row); sorted best first, a heap
+    // of rows keyed by each row's next entry walks all entries in that
+    // order without the entries of rows already chosen.
     auto later = [](const Entry& a, const Entry& b) {
       return std::tie(a.priority, a.deficit, a.x, b.job, b.type) < std::tie(b.priority, b.deficit, b.x, a.job, a.type);
     };
-    std::make_heap(entries.begin(), entries.end(), later);
-    std::vector<int> chosen(rows, -1);
-    // Stop as soon as no entry left could be taken: per type, the counts of
-    // the GPU counts (scales) of live entries (row not chosen, not popped).
-    std::vector<std::map<int, int>> live(num_types);
-    std::vector<uint8_t> counted(static_cast<size_t>(rows) * num_types, 0);
-    for (const Entry& e : entries) {
-      ++live[e.type][problem.rows[e.row].scale];
-      counted[static_cast<size_t>(e.row) * num_types + e.type] = 1;
-    }
-    auto drop = [&](int row, int type) {
-      uint8_t& c = counted[static_cast<size_t>(row) * num_types + type];
-      if (!c) return;
-      c = 0;
-      auto it = live[type].find(problem.rows[row].scale);
-      if (--it->second == 0) live[type].erase(it);
+    struct Cursor {
+      int pos, end;
     };
+    std::vector<Cursor> cursors;
+    for (size_t b = 0; b < entries.size();) {
+      size_t e = b + 1;
+      while (e < entries.size() && entries[e].row == entries[b].row) ++e;
+      std::sort(entries.begin() + b, entries.begin() + e, [&](const Entry& x, const Entry& y) { return later(y, x); });
+      cursors.push_back({static_cast<int>(b), static_cast<int>(e)});
+      b = e;
+    }
+    auto behind = [&](const Cursor& a, const Cursor& b) { return later(entries[a.pos], entries[b.pos]); };
+    std::make_heap(cursors.begin(), cursors.end(), behind);
+    std::vector<int> chosen(rows, -1);
+    // Stop once no type has GPUs for its smallest entry.
+    std::vector<int> smallest(num_types, std::numeric_limits<int>::max());
+    for (const Entry& e : entries) smallest[e.type] = std::min(smallest[e.type], problem.rows[e.row].scale);
     auto room = [&] {
       for (int k = 0; k < num_types; ++k) {
-        if (!live[k].empty() && live[k].begin()->first <= avail[k]) return true;
+        if (avail[k] >= smallest[k]) return true;
       }
       return false;
     };
-    for (auto end = entries.end(); end != entries.begin() && room(); --end) {
-      std::pop_heap(entries.begin(), end, later);
-      const Entry& e = *(end - 1);
-      drop(e.row, e.type);
-      if (chosen[e.row] >= 0) continue;
-      int scale = problem.rows[e.row].scale;
-      if (avail[e.type] < scale) continue;
-      avail[e.type] -= scale;
-      chosen[e.row] = e.type;
-      for (int k = 0; k < num_types; ++k) drop(e.row, k);
+    while (!cursors.empty() && room()) {
+      std::pop_heap(cursors.begin(), cursors.end(), behind);
+      Cursor& c = cursors.back();
+      const Entry& e = entries[c.pos];
+      const int scale = problem.rows[e.row].scale;
+      if (avail[e.type] >= scale) {
+        avail[e.type] -= scale;
+        chosen[e.row] = e.type;
+        cursors.pop_back();
+      } else if (++c.pos < c.end) {
+        std::push_heap(cursors.begin(), cursors.end(), behind);
+      } else {
+        cursors.pop_back();
+      }
     }
 
     // Chosen again on the same type: keep the same GPUs. Then place the

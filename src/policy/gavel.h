@@ -137,7 +137,6 @@ struct GavelProblem {
 struct GavelRowCache {
   struct Entry {
     const JobSpec* spec = nullptr;
-    std::string model;
     int batch = 0;
     int scale = 1;
     std::vector<double> throughput;  // per type, ignoring capacity

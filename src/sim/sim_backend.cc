@@ -72,6 +72,9 @@ struct JobState {
   double alone_iteration_s = 0;
   double network_s = 0, network_exposed_s = 0;
   uint64_t alloc_epoch = 0;     // counts allocations (network model's cache key)
+  // The last group of multi-node jobs it was rated in: (job, epoch) of
+  // each member. The group is rated again only when it differs.
+  std::vector<std::pair<int, uint64_t>> rated_group;
   std::vector<std::vector<int>> ring;  // its ring's paths on a multi-node allocation
   double duty = -1;             // its traffic's duty cycle when last rated (< 0: not yet)
   SimTime ready_at = 0;         // kStarting ends
@@ -141,7 +144,6 @@ struct SimBackend::Impl {
   NetworkModel network;
   // The groups of multi-node jobs the network model last rated, by their
   // members' (job, allocation) pairs: unchanged groups keep their rates.
-  std::set<std::vector<std::pair<int, uint64_t>>> rated_groups;
   uint64_t next_alloc_epoch = 0;
   std::map<std::string, SimTime> profiled_at;  // profile key -> when it is ready
   BackendEvents found;  // of the current Advance
@@ -647,13 +649,14 @@ struct SimBackend::Impl {
       comm.push_back(
           {static_cast<uint64_t>(i), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s, &j.ring, j.duty});
     }
-    std::set<std::vector<std::pair<int, uint64_t>>> groups;
+    std::vector<std::pair<int, uint64_t>> key;
     for (const std::vector<int>& members : network.Components(comm)) {
-      std::vector<std::pair<int, uint64_t>> key;
+      key.clear();
       for (int m : members) key.push_back({idx[m], jobs[idx[m]].alloc_epoch});
-      bool known = rated_groups.count(key) > 0;
-      groups.insert(key);
-      if (known) continue;
+      // Rated as this very group before: each member's key is the last
+      // group it was rated in, and epochs change with every allocation.
+      if (jobs[idx[members.front()]].rated_group == key) continue;
+      for (int m : members) jobs[idx[m]].rated_group = key;
       std::vector<CommJob> group;
       for (int m : members) group.push_back(comm[m]);
       std::vector<double> duty;
@@ -663,7 +666,6 @@ struct SimBackend::Impl {
         Rerate(jobs[idx[members[k]]], times[k]);
       }
     }
-    rated_groups.swap(groups);
   }
 
   void Rerate(JobState& j, double iteration_s) {
