@@ -387,7 +387,9 @@ void FillBusyCluster(PolicyFixture& f) {
   const char* models[] = {"gpt3-125m", "gpt3-350m", "gpt3-1.3b", "resnet-50", "bert-large", "bert-base"};
   const int sizes[] = {1, 2, 4, 8, 16};
   for (int i = 0; i < 40; ++i) {
-    JobView& j = f.AddJob(MakeJob("j" + std::to_string(i))
+    std::string id = "j";  // (not "j" + to_string: GCC 12's -Wrestrict false positive, PR 105329)
+    id += std::to_string(i);
+    JobView& j = f.AddJob(MakeJob(id)
                               .Model(models[i % 6])
                               .Gpus(sizes[(i * 7) % 5])
                               .Submit(Seconds(10.0 * i)));
