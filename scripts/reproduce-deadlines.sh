@@ -23,6 +23,9 @@ for t in venus pai; do
     --no-progress
 done
 ART=fcfs,gavel,elasticflow,elasticflow:admission=false,sia,arena,arena-ddl
+echo "== philly: --setting arena-artifact (sia left out: 50 s here)"
+$T compare --cluster arena-1280 --trace "$DATA/arena/traces/simulate_trace_philly.csv" --setting arena-artifact \
+  --policies fcfs,gavel,elasticflow,elasticflow:admission=false,arena,arena-ddl --no-progress
 for t in venus pai; do
   trace="$DATA/arena/traces/simulate_trace_$t.csv"
   echo "== $t: --setting arena-artifact"

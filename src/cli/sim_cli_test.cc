@@ -73,6 +73,7 @@ TEST(SimCli, DecisionLogHasOneRowPerDecision) {
     EXPECT_LE(s["decision_p50_ms"].get<double>(), s["decision_p99_ms"].get<double>());
     EXPECT_LE(s["decision_p99_ms"].get<double>(), s["decision_max_ms"].get<double>() * 1.0101);
     EXPECT_TRUE(s.contains("memory_refusals"));
+    EXPECT_TRUE(s.contains("oom_placements"));
     EXPECT_TRUE(s.contains("jobs_memory_refused"));
   }
 }

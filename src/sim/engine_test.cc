@@ -220,6 +220,57 @@ TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
       << r.status().message();
 }
 
+// A policy that spreads every pending job over two nodes (2 + 2 GPUs).
+class SpreadPolicy : public Policy {
+ public:
+  std::string_view name() const override { return "spread"; }
+  PolicyTraits traits() const override { return {}; }
+  Decision Decide(const Snapshot& s) override {
+    Decision d;
+    for (const JobView* j : s.jobs) {
+      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, Allocation{0, {{0, 2}, {1, 2}}}});
+    }
+    return d;
+  }
+};
+
+// The estimator, except that nothing fits on more than one node (as a
+// measured table that ran a split out of memory).
+class OneNodeOnly : public ThroughputModel {
+ public:
+  explicit OneNodeOnly(EstimatorThroughput& base) : base_(base) { refused_.reason = "measured out of memory"; }
+  std::string_view name() const override { return "one-node-only"; }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
+    return nodes > 1 ? refused_ : base_.Rate(job, type, gpus, nodes);
+  }
+
+ private:
+  EstimatorThroughput& base_;
+  JobRate refused_;
+};
+
+// A placement neither truth nor belief can run as placed is an
+// out-of-memory event: the job does not start, waits, and is counted.
+TEST(SimEngineTest, PlacementOutOfMemoryAsPlacedLeavesTheJobWaiting) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "oom";
+  w.jobs = {Job("a", 0, 4, 100)};
+  SpreadPolicy policy;
+  EstimatorThroughput est(c, PlanMode::kDataParallel);
+  OneNodeOnly model(est);
+  Simulator sim(c, w, policy, model, model, SimConfig{});
+  std::ostringstream log;
+  sim.set_event_log(&log);
+  auto r = sim.Run();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GE(r->summary.oom_placements, 1);
+  EXPECT_EQ(r->summary.jobs_finished, 0);
+  EXPECT_EQ(r->jobs[0].outcome, JobOutcome::kPending);
+  EXPECT_NE(log.str().find("oom job=a on=a100-80g x4 on n0:2,n1:2 reason=measured out of memory"), std::string::npos)
+      << log.str();
+}
+
 TEST(SimEngineTest, DurationTracesBecomeIterationsAtTheReferenceGpu) {
   Cluster c = Tiny();
   Workload w;

@@ -101,6 +101,10 @@ struct Summary {
   // --setting arena-artifact, a baseline's data-parallel plan failing the
   // artifact's memory check), and the jobs refused at least once.
   int64_t memory_refusals = 0, jobs_memory_refused = 0;
+  // Allocations a policy made that the truth (and the belief, as placed)
+  // could not run for memory: the job did not start and waited (the Arena
+  // artifact's out-of-memory events).
+  int64_t oom_placements = 0;
   double sim_wall_time_s = 0;
 };
 

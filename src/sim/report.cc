@@ -61,6 +61,7 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["truth_fallbacks"] = s.truth_fallbacks;
   j["memory_refusals"] = s.memory_refusals;
   j["jobs_memory_refused"] = s.jobs_memory_refused;
+  j["oom_placements"] = s.oom_placements;
   if (wall_time) {
     j["decision_p50_ms"] = s.decision_p50_ms;
     j["decision_p99_ms"] = s.decision_p99_ms;
@@ -164,6 +165,7 @@ void RenderSummary(const Summary& s, std::ostream& out) {
   if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
   t.AddRow({"placements refused for memory", std::to_string(s.memory_refusals) + " shapes, " +
                                                  std::to_string(s.jobs_memory_refused) + " jobs"});
+  if (s.oom_placements > 0) t.AddRow({"placements out of memory as placed", std::to_string(s.oom_placements)});
   t.AddRow({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
                                                 FormatDouble(s.decision_p99_ms, 3) + " / " +
                                                 FormatDouble(s.decision_max_ms, 3) + " ms"});

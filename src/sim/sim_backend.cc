@@ -138,6 +138,7 @@ struct SimBackend::Impl {
   std::vector<TimelinePoint> timeline;
   int64_t processed = 0;
   int64_t truth_fallbacks = 0;
+  int64_t oom_placements = 0;  // allocations neither truth nor belief could run
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
@@ -535,14 +536,6 @@ struct SimBackend::Impl {
     for (const auto& [idx, set] : d.plans) plan_sets[idx] = &set;
     for (const auto& [idx, alloc] : grants) {
       JobState& j = jobs[idx];
-      for (const Placement& p : alloc->parts) free[p.node] -= p.gpus;
-      j.alloc_epoch = ++next_alloc_epoch;
-      j.ring.clear();
-      j.duty = -1;
-      if (alloc->nodes() > 1) {
-        contention_dirty = true;
-        j.ring = network.RingPaths(*alloc);
-      }
       const JobSpec& s = *j.view.spec;
       AppJob* a = app[idx].get();
       const JobRate* rate = nullptr;
@@ -551,13 +544,26 @@ struct SimBackend::Impl {
         if (!rate->fits) {
           // The truth has no answer for this shape (a table without it, or
           // one that measured it out of memory): the belief's rate stands in.
-          ++truth_fallbacks;
           rate = &belief.Rate(s, alloc->type, alloc->gpus(), alloc->nodes());
           if (!rate->fits) {
-            return Internal("policy " + policy_name + " placed job " + s.id + " on " +
-                            alloc->ToString(cluster) + ", where it does not fit: " + rate->reason);
+            // Out of memory on these GPUs as placed (e.g. a job priced on
+            // one node and spread over two, where the measured table says
+            // that split does not fit): it does not start, and waits for
+            // the next decision (the Arena artifact's out-of-memory event).
+            ++oom_placements;
+            Log("oom job=" + s.id + " on=" + alloc->ToString(cluster) + " reason=" + rate->reason);
+            continue;
           }
+          ++truth_fallbacks;
         }
+      }
+      for (const Placement& p : alloc->parts) free[p.node] -= p.gpus;
+      j.alloc_epoch = ++next_alloc_epoch;
+      j.ring.clear();
+      j.duty = -1;
+      if (alloc->nodes() > 1) {
+        contention_dirty = true;
+        j.ring = network.RingPaths(*alloc);
       }
       bool first = !j.view.started();
       double delay = StartDelay(j, *alloc);
@@ -924,6 +930,7 @@ struct SimBackend::Impl {
     s.decisions = decisions;
     s.events = processed + timer_events;
     s.truth_fallbacks = truth_fallbacks + player.projections();
+    s.oom_placements = oom_placements;
     Summarize(r.jobs, r.timeline, cluster.total_gpus(), end, &s);
     return r;
   }
