@@ -39,7 +39,7 @@ $T compare --cluster arena-1280 --trace "$DATA/arena/traces/simulate_trace_phill
   --horizon 600000s --policies "$ALL" --no-progress --json |
   python3 -c '
 import json, sys
-print(f"{\"policy\":20} {\"decisions\":>9} {\"p50 ms\":>8} {\"p99 ms\":>8} {\"max ms\":>8} {\"wall s\":>7}")
+print("%-20s %9s %8s %8s %8s %7s" % ("policy", "decisions", "p50 ms", "p99 ms", "max ms", "wall s"))
 for s in json.load(sys.stdin):
-    print(f"{s[\"policy\"]:20} {s[\"decisions\"]:9d} {s[\"decision_p50_ms\"]:8.3f} {s[\"decision_p99_ms\"]:8.3f} "
-          f"{s[\"decision_max_ms\"]:8.2f} {s[\"sim_wall_time_s\"]:7.2f}")'
+    print("%-20s %9d %8.3f %8.3f %8.2f %7.2f" % (s["policy"], s["decisions"], s["decision_p50_ms"],
+          s["decision_p99_ms"], s["decision_max_ms"], s["sim_wall_time_s"]))'
