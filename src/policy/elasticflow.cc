@@ -317,12 +317,17 @@ class ElasticFlowPolicy : public BaselinePolicy {
       due[i] = ToSeconds(*job.spec->deadline - snap.now);
       work[i] = std::max(0.0, job.remaining_iterations());
       auto it = admitted_.find(job.index);
-      if (it == admitted_.end()) {
+      int on = it != admitted_.end() ? it->second : -1;
+      // A job that ran before this policy saw it (a daemon restarted, or
+      // another policy ran first) was admitted then: it is never refused
+      // now; one holding GPUs stays on their type.
+      if (on < 0 && !job.alloc.empty()) on = job.alloc.type;
+      if (on < 0) {
         fresh.push_back(i);
         continue;
       }
-      still.emplace(job.index, it->second);
-      type[i] = it->second;
+      still.emplace(job.index, on);
+      type[i] = on;
       levels[i] = LevelsOn(snap, *job.spec, type[i]);
       sizes[i] = levels[i].gpus;
       if (!levels[i].gpus.empty()) on_type[type[i]].push_back(i);
@@ -389,7 +394,17 @@ class ElasticFlowPolicy : public BaselinePolicy {
         admitted = true;
         break;
       }
-      if (!admitted) {
+      if (!admitted && job.started()) {
+        // Admitted before, by an earlier instance: late, on its first type.
+        for (int t : types) {
+          Levels lv = LevelsOn(snap, *job.spec, t);
+          if (lv.gpus.empty()) continue;
+          admitted_.emplace(job.index, t);
+          type[i] = t;
+          sizes[i] = lv.gpus;
+          break;
+        }
+      } else if (!admitted) {
         d.reject.push_back({job.index, "deadline cannot be met on the GPUs left (ElasticFlow admission control: " +
                                            FormatDuration(Seconds(std::max(0.0, due[i]))) + " to its deadline)"});
         share[i] = kRejected;

@@ -14,6 +14,8 @@
 //     that type still meet their deadlines, else rejected at once (counted
 //     as rejected, and as a missed deadline). An admitted job is never
 //     dropped: one that can no longer meet its deadline runs best-effort.
+//     A job that already ran when this policy first sees it (the daemon
+//     restarted) counts as admitted: admission happens once, at arrival.
 //  1. shares: each admitted job gets its share for now; then, in submit
 //     order (ties: job index), every other job (best-effort, late, or
 //     planned to start later) gets its minimum size while GPUs of its type

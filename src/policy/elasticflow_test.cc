@@ -217,5 +217,22 @@ TEST(ElasticFlowAdmission, BestEffortJobsAreNeverRefused) {
   EXPECT_TRUE(without.reject.empty());
   EXPECT_EQ(without.assign.size(), 2u);
 }
+
+// Admission happens once, at arrival: a job that already ran when this
+// policy instance first sees it (the daemon restarted) is never refused,
+// even when its deadline can no longer be met; it runs best-effort.
+TEST(ElasticFlowAdmission, JobsThatAlreadyRanAreNeverRefused) {
+  PolicyFixture f(Cluster(1, 4));
+  int a100 = f.Type("a100-80g");
+  JobView& running = f.AddJob(MakeJob("running").Gpus(2).Batch(256).Iterations(1e6).Deadline(Seconds(10)));
+  JobView& suspended = f.AddJob(MakeJob("suspended").Gpus(2).Batch(256).Iterations(1e6).Deadline(Seconds(10)));
+  f.Run(running, On(a100, {{0, 2}}));
+  running.first_start = 0;
+  suspended.first_start = 0;  // ran, then was suspended
+  Decision d = ElasticFlow()->Decide(f.Snap(Seconds(100)));
+  EXPECT_TRUE(d.reject.empty());
+  ASSERT_EQ(d.assign.size(), 1u);  // the running one keeps its GPUs; the other gets the 2 left
+  EXPECT_EQ(d.assign[0].first, 1);
+}
 }  // namespace
 }  // namespace tessel
