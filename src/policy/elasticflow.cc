@@ -99,6 +99,16 @@ std::optional<int> MinSatisfactoryShare(const Levels& lv, double work, double de
   return std::nullopt;
 }
 
+// Drops the leading `sizes` at which the job fits on no type of the
+// cluster (its real minimum is the smallest size its model fits at) and
+// returns the types, fastest first, where the first remaining size fits;
+// empty (and `sizes` empty) when it fits nowhere.
+std::vector<int> TypesAtSmallestFit(const JobView& job, const Snapshot& snap, std::vector<int>& sizes) {
+  std::vector<int> types;
+  while (!sizes.empty() && (types = CandidateTypes(job, snap, sizes.front())).empty()) sizes.erase(sizes.begin());
+  return types;
+}
+
 class ElasticFlowPolicy : public BaselinePolicy {
  public:
   ElasticFlowPolicy(double hysteresis, bool admission, PlanMode mode)
@@ -150,12 +160,8 @@ class ElasticFlowPolicy : public BaselinePolicy {
         continue;
       }
       sizes[i] = Sizes(*job.spec);
-      // The job's real minimum is the smallest size its model fits at.
       const int smallest = sizes[i].front();
-      std::vector<int> types;
-      while (!sizes[i].empty() && (types = CandidateTypes(job, snap, sizes[i].front())).empty()) {
-        sizes[i].erase(sizes[i].begin());
-      }
+      std::vector<int> types = TypesAtSmallestFit(job, snap, sizes[i]);
       if (sizes[i].empty()) {
         if (job.alloc.empty()) {
           d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
@@ -338,8 +344,10 @@ class ElasticFlowPolicy : public BaselinePolicy {
         return std::tie(due[a], snap.jobs[a]->index) < std::tie(due[b], snap.jobs[b]->index);
       });
     };
-    // Plans `jobs` (EDF) on a fresh profile of type t; the shares now, or
-    // nullopt when `must` (a job index) or... any job but late ones fails.
+    // Plans `jobs` (EDF) on a fresh profile of type t: each job's share
+    // now. A job whose deadline cannot be met is added to `late` when
+    // given; without `late` (an admission trial) it makes the plan fail
+    // (nullopt).
     auto plan = [&](int t, std::vector<int>& jobs, std::vector<int>* late) {
       FreeProfile f(capacity[t]);
       std::vector<std::pair<int, int>> out;
@@ -364,22 +372,21 @@ class ElasticFlowPolicy : public BaselinePolicy {
     }
     for (int i : fresh) {
       const JobView& job = *snap.jobs[i];
-      // Its types (where its smallest size that fits anywhere fits),
-      // fastest first; a job that fits nowhere is rejected as never running.
-      std::vector<int> sz = Sizes(*job.spec), types;
+      // A job that fits nowhere is rejected as never running.
+      std::vector<int> sz = Sizes(*job.spec);
       const int smallest = sz.front();
-      for (int g : sz) {
-        if (!(types = CandidateTypes(job, snap, g)).empty()) break;
-      }
+      const std::vector<int> types = TypesAtSmallestFit(job, snap, sz);
       if (types.empty()) {
         d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
         share[i] = kRejected;
         continue;
       }
       bool admitted = false;
+      int first_fit = -1;  // its first type where some size fits
       for (int t : types) {
         Levels lv = LevelsOn(snap, *job.spec, t);
         if (lv.gpus.empty()) continue;
+        if (first_fit < 0) first_fit = t;
         levels[i] = std::move(lv);
         std::vector<int> trial = on_type[t];
         trial.push_back(i);
@@ -396,13 +403,10 @@ class ElasticFlowPolicy : public BaselinePolicy {
       }
       if (!admitted && job.started()) {
         // Admitted before, by an earlier instance: late, on its first type.
-        for (int t : types) {
-          Levels lv = LevelsOn(snap, *job.spec, t);
-          if (lv.gpus.empty()) continue;
-          admitted_.emplace(job.index, t);
-          type[i] = t;
-          sizes[i] = lv.gpus;
-          break;
+        if (first_fit >= 0) {
+          admitted_.emplace(job.index, first_fit);
+          type[i] = first_fit;
+          sizes[i] = LevelsOn(snap, *job.spec, first_fit).gpus;
         }
       } else if (!admitted) {
         d.reject.push_back({job.index, "deadline cannot be met on the GPUs left (ElasticFlow admission control: " +

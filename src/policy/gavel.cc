@@ -50,16 +50,9 @@ bool OnUpNodes(const Allocation& alloc, const Snapshot& snap) {
 
 }  // namespace
 
-// Gavel's LP kept across solves: one set of variables and rows per class
-// of identical jobs (same scale and throughputs) ever seen, weighted by
-// the class's current number of jobs (0: its variables fixed at 0 and its
-// fairness row relaxed), and solved from the previous optimal basis. A
-// change of capacity (which changes every normalisation) or too many
-// classes without jobs starts a fresh program.
-struct GavelLpState {
+struct GavelLp::State {
   struct Class {
     int scale = 1;
-    std::vector<double> throughput;
     std::vector<int> var;      // per type: LP variable of X, or -1 (X = 0)
     std::vector<double> coef;  // per type: thr / norm
     int fair_row = -1;         // s * sum coef X - t >= 0 (max-min)
@@ -67,6 +60,17 @@ struct GavelLpState {
     bool active = false;       // bounds set for count > 0
     bool has_vars() const { return std::any_of(var.begin(), var.end(), [](int v) { return v >= 0; }); }
   };
+  State(GavelObjective objective, const std::vector<int>& cap) : capacity(cap) {
+    for (int c : capacity) total_capacity += std::max(c, 0);
+    lps.emplace_back(LinearProgram::kMaximize);
+    if (IsMaxMin(objective)) {
+      lps.emplace_back(LinearProgram::kMaximize);
+      for (size_t p = 0; p < lps.size(); ++p) t = lps[p].AddVariable(0, kLpInfinity, p == 0 ? 1.0 : 0.0);
+    }
+  }
+  // The class of a job of this shape, added to the programs when new.
+  int ClassOf(GavelObjective objective, const GavelLpJob& job);
+
   std::vector<int> capacity;
   double total_capacity = 0;
   std::map<std::pair<int, std::vector<double>>, int> class_of_shape;
@@ -79,43 +83,24 @@ struct GavelLpState {
   bool phase2_solved = false;
 };
 
-GavelLpState* NewGavelLpState() { return new GavelLpState(); }
-void DeleteGavelLpState(GavelLpState* state) { delete state; }
-
-namespace {
-
-void ResetState(GavelLpState& st, GavelObjective objective, const std::vector<int>& capacity) {
-  st = GavelLpState{};
-  st.capacity = capacity;
-  for (int c : capacity) st.total_capacity += std::max(c, 0);
-  const bool max_min = IsMaxMin(objective);
-  st.lps.emplace_back(LinearProgram::kMaximize);
-  if (max_min) st.lps.emplace_back(LinearProgram::kMaximize);
-  if (max_min) {
-    for (size_t p = 0; p < st.lps.size(); ++p) st.t = st.lps[p].AddVariable(0, kLpInfinity, p == 0 ? 1.0 : 0.0);
-  }
-}
-
-// The class of a job of this shape, added to the programs when new.
-int ClassOf(GavelLpState& st, GavelObjective objective, const GavelLpJob& job) {
-  auto [it, added] = st.class_of_shape.try_emplace({job.scale, job.throughput}, st.classes.size());
+int GavelLp::State::ClassOf(GavelObjective objective, const GavelLpJob& job) {
+  auto [it, added] = class_of_shape.try_emplace({job.scale, job.throughput}, classes.size());
   if (!added) return it->second;
-  const int num_types = static_cast<int>(st.capacity.size());
-  GavelLpState::Class cl;
+  const int num_types = static_cast<int>(capacity.size());
+  Class cl;
   cl.scale = job.scale;
-  cl.throughput = job.throughput;
   cl.var.assign(num_types, -1);
   cl.coef.assign(num_types, 0.0);
   double norm = 0;
   for (int k = 0; k < num_types; ++k) {
-    if (job.throughput[k] > 0) norm += job.throughput[k] * std::max(st.capacity[k], 0);
+    if (job.throughput[k] > 0) norm += job.throughput[k] * std::max(capacity[k], 0);
   }
-  norm /= st.total_capacity;
+  norm /= total_capacity;
   if (norm > 0) {
     for (int k = 0; k < num_types; ++k) {
-      if (!(job.throughput[k] > 0) || job.scale > st.capacity[k]) continue;
+      if (!(job.throughput[k] > 0) || job.scale > capacity[k]) continue;
       cl.coef[k] = job.throughput[k] / norm;
-      for (LinearProgram& lp : st.lps) cl.var[k] = lp.AddVariable(0, 0, 0);  // inactive until counted
+      for (LinearProgram& lp : lps) cl.var[k] = lp.AddVariable(0, 0, 0);  // inactive until counted
     }
   }
   if (cl.has_vars()) {
@@ -125,52 +110,54 @@ int ClassOf(GavelLpState& st, GavelObjective objective, const GavelLpJob& job) {
       limit.push_back({cl.var[k], 1.0});
       fair.push_back({cl.var[k], cl.scale * cl.coef[k]});
     }
-    for (LinearProgram& lp : st.lps) lp.AddConstraint(limit, -kLpInfinity, 1.0);  // sum_k X <= 1
+    for (LinearProgram& lp : lps) lp.AddConstraint(limit, -kLpInfinity, 1.0);  // sum_k X <= 1
     if (IsMaxMin(objective)) {
-      fair.push_back({st.t, -1.0});
-      for (LinearProgram& lp : st.lps) cl.fair_row = lp.AddConstraint(fair, -kLpInfinity, kLpInfinity);
+      fair.push_back({t, -1.0});
+      for (LinearProgram& lp : lps) cl.fair_row = lp.AddConstraint(fair, -kLpInfinity, kLpInfinity);
     }
   }
-  st.classes.push_back(std::move(cl));
+  classes.push_back(std::move(cl));
   return it->second;
 }
 
-}  // namespace
+GavelLp::GavelLp(GavelObjective objective) : objective_(objective) {}
+GavelLp::~GavelLp() = default;
 
 Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector<GavelLpJob>& jobs,
-                                     const std::vector<int>& capacity, GavelLpState* state) {
+                                     const std::vector<int>& capacity) {
+  return GavelLp(objective).Solve(jobs, capacity);
+}
+
+Result<GavelLpSolution> GavelLp::Solve(const std::vector<GavelLpJob>& jobs, const std::vector<int>& capacity) {
   const int n = static_cast<int>(jobs.size());
   const int num_types = static_cast<int>(capacity.size());
   GavelLpSolution sol = ZeroSolution(jobs.size(), capacity.size());
-  GavelLpState fresh;
-  GavelLpState& st = state != nullptr ? *state : fresh;
-  double total_capacity = 0;
-  for (int c : capacity) total_capacity += std::max(c, 0);
-  if (total_capacity <= 0) return sol;
   int dead = 0;
-  for (const GavelLpState::Class& cl : st.classes) dead += cl.count == 0;
-  if (st.lps.empty() || st.capacity != capacity || dead > 64 + static_cast<int>(st.classes.size()) / 2) {
-    ResetState(st, objective, capacity);
+  if (state_) {
+    for (const State::Class& cl : state_->classes) dead += cl.count == 0;
   }
+  if (!state_ || state_->capacity != capacity || dead > 64 + static_cast<int>(state_->classes.size()) / 2) {
+    state_ = std::make_unique<State>(objective_, capacity);
+  }
+  State& st = *state_;
+  if (st.total_capacity <= 0) return sol;
 
   // Identical jobs share one class, weighted by their number: the LP is
   // symmetric in them, so averaging any optimum over them is an optimum
   // that gives each the same X.
   std::vector<int> class_of(n, -1);
-  std::vector<int> count(st.classes.size(), 0);
   for (int j = 0; j < n; ++j) {
     assert(static_cast<int>(jobs[j].throughput.size()) == num_types && "GavelLpJob: one throughput per type");
     assert(jobs[j].scale >= 1 && "GavelLpJob: scale must be >= 1");
-    class_of[j] = ClassOf(st, objective, jobs[j]);
-    if (class_of[j] >= static_cast<int>(count.size())) count.resize(class_of[j] + 1, 0);
-    ++count[class_of[j]];
+    class_of[j] = st.ClassOf(objective_, jobs[j]);
   }
-  count.resize(st.classes.size(), 0);
+  std::vector<int> count(st.classes.size(), 0);
+  for (int c : class_of) ++count[c];
 
-  const bool max_min = IsMaxMin(objective);
+  const bool max_min = IsMaxMin(objective_);
   bool any = false;
   for (size_t c = 0; c < st.classes.size(); ++c) {
-    GavelLpState::Class& cl = st.classes[c];
+    State::Class& cl = st.classes[c];
     cl.count = count[c];
     if (!cl.has_vars()) continue;
     const bool on = cl.count > 0;
@@ -203,7 +190,7 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
   std::vector<LpTerm> terms;
   for (int k = 0; k < num_types; ++k) {  // sum_j s_j X[j][k] <= cap_k
     terms.clear();
-    for (const GavelLpState::Class& cl : st.classes) {
+    for (const State::Class& cl : st.classes) {
       if (cl.var[k] >= 0 && cl.count > 0) terms.push_back({cl.var[k], static_cast<double>(cl.count) * cl.scale});
     }
     for (LinearProgram& lp : st.lps) lp.SetConstraintTerms(st.cap_rows[k], terms);
@@ -211,7 +198,7 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
 
   Status s = st.lps[0].Solve();
   if (!s.ok()) {
-    if (state != nullptr) state->lps.clear();  // start afresh next time
+    state_.reset();  // start afresh next time
     return Internal("Gavel LP: " + s.message());
   }
   sol.iterations = st.lps[0].iterations();
@@ -230,7 +217,7 @@ Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector
   double min_term = kLpInfinity;
   double sum_term = 0;
   for (int j = 0; j < n; ++j) {
-    const GavelLpState::Class& cl = st.classes[class_of[j]];
+    const State::Class& cl = st.classes[class_of[j]];
     if (!cl.has_vars()) continue;
     double term = 0;
     for (int k = 0; k < num_types; ++k) {
@@ -493,7 +480,7 @@ class GavelPolicy : public BaselinePolicy {
   // capacity changed (the rows are a function of both).
   const GavelLpSolution& Solution(const GavelProblem& problem) {
     if (cache_ && cache_->jobs == problem.jobs && cache_->capacity == problem.capacity) return cache_->solution;
-    Result<GavelLpSolution> sol = SolveGavelLp(objective_, problem.rows, problem.capacity, lp_.get());
+    Result<GavelLpSolution> sol = lp_.Solve(problem.rows, problem.capacity);
     cache_ = Cached{problem.jobs, problem.capacity,
                     sol.ok() ? std::move(*sol) : ZeroSolution(problem.rows.size(), problem.capacity.size()),
                     {}};
@@ -512,7 +499,7 @@ class GavelPolicy : public BaselinePolicy {
   std::optional<Cached> cache_;
   GavelRowCache rows_;
   GavelProblem problem_;  // this decision's, its memory reused
-  std::unique_ptr<GavelLpState> lp_ = std::make_unique<GavelLpState>();
+  GavelLp lp_{objective_};
 };
 
 }  // namespace

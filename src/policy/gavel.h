@@ -69,13 +69,12 @@
 //    changed, and not at all when nothing can change (every holder leased,
 //    no waiting job fits in the idle GPUs).
 //  - The program is kept between solves and re-solved from its last
-//    optimal basis (GavelLpState): among several optimal time-fraction
-//    matrices it may return another than a fresh solve would. On the
-//    Arena Philly trace the max-min value always matched a fresh solve;
-//    the second phase's sum was within 3e-5 of it in 6 of 1,700 solves
-//    (GLPK's tolerances).
+//    optimal basis (GavelLp): among several optimal time-fraction
+//    matrices it may return another than a fresh solve would (both reach
+//    the same objective; GavelLpKeptTest checks it over changing job sets).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -111,14 +110,28 @@ struct GavelLpSolution {
 // <= 0, or whose scale exceeds every capacity where it runs, gets a zero
 // row and does not bound the max-min. Errors: Internal when GLPK fails (the
 // LP itself always has the feasible point X = 0 and is bounded).
-// With `state` (kept by a policy between calls), the program is kept and
-// re-solved from its last optimal basis; among several optimal solutions
-// it may then return another than a fresh solve would (both optimal).
-struct GavelLpState;
-GavelLpState* NewGavelLpState();
-void DeleteGavelLpState(GavelLpState* state);
 Result<GavelLpSolution> SolveGavelLp(GavelObjective objective, const std::vector<GavelLpJob>& jobs,
-                                     const std::vector<int>& capacity, GavelLpState* state = nullptr);
+                                     const std::vector<int>& capacity);
+
+// The same LP kept between solves (a policy keeps one): one set of
+// variables and rows per class of identical jobs ever seen, weighted by the
+// class's current number of jobs, re-solved from the last optimal basis.
+// Among several optimal solutions it may return another than a fresh
+// solve would (both optimal). A change of capacity, or many classes left
+// without jobs, starts a fresh program.
+class GavelLp {
+ public:
+  explicit GavelLp(GavelObjective objective);
+  ~GavelLp();
+  GavelLp(const GavelLp&) = delete;
+  GavelLp& operator=(const GavelLp&) = delete;
+  Result<GavelLpSolution> Solve(const std::vector<GavelLpJob>& jobs, const std::vector<int>& capacity);
+
+ private:
+  struct State;
+  GavelObjective objective_;
+  std::unique_ptr<State> state_;
+};
 
 // The LP's input for the active jobs of `snapshot`, in snapshot order:
 // every job that fits on some GPU type of the cluster (by the belief, at

@@ -102,20 +102,15 @@ INSTANTIATE_TEST_SUITE_P(
         LpCase{"NoJobs", GavelObjective::kMaxSumThroughput, {4}, {}, {}, 0.0}),
     [](const ::testing::TestParamInfo<LpCase>& info) { return info.param.name; });
 
-// Under contention (four jobs, two GPUs) max-min leans each kind of job
-// towards the type it is relatively fastest on, and equalizes every job's
-// normalized throughput above what an equal time split would give (0.5).
-// The program kept between solves (a policy's GavelLpState) reaches the
+// The program kept between solves (a policy's GavelLp) reaches the
 // same optimum as a fresh solve over a sequence of job sets: jobs arrive
 // and leave, classes empty and refill, the capacity changes once.
-TEST(GavelLpStateTest, WarmSolvesMatchFreshOnes) {
+TEST(GavelLpKeptTest, WarmSolvesMatchFreshOnes) {
   for (GavelObjective objective : {GavelObjective::kMaxMinFairness, GavelObjective::kMaxSumThroughput}) {
     SCOPED_TRACE(objective == GavelObjective::kMaxMinFairness ? "max-min" : "max-sum");
-    GavelLpState* state = nullptr;
     std::vector<GavelLpJob> pool = {{1, {2.0, 1.0}}, {2, {1.0, 1.0}}, {1, {0.0, 3.0}},
                                     {4, {5.0, 2.0}}, {1, {1.5, 0.5}}, {2, {0.0, 0.7}}};
-    std::unique_ptr<GavelLpState, void (*)(GavelLpState*)> owned(NewGavelLpState(), &DeleteGavelLpState);
-    state = owned.get();
+    GavelLp kept(objective);
     uint32_t bits = 12345;
     for (int step = 0; step < 40; ++step) {
       bits = bits * 1103515245u + 12345u;
@@ -125,7 +120,7 @@ TEST(GavelLpStateTest, WarmSolvesMatchFreshOnes) {
         for (int c = 0; c < copies; ++c) jobs.push_back(pool[j]);
       }
       std::vector<int> capacity = step < 20 ? std::vector<int>{4, 6} : std::vector<int>{4, 2};
-      auto warm = SolveGavelLp(objective, jobs, capacity, state);
+      auto warm = kept.Solve(jobs, capacity);
       auto fresh = SolveGavelLp(objective, jobs, capacity);
       ASSERT_TRUE(warm.ok() && fresh.ok());
       EXPECT_NEAR(warm->objective, fresh->objective, 1e-7 * std::max(1.0, std::abs(fresh->objective))) << step;
@@ -138,6 +133,9 @@ TEST(GavelLpStateTest, WarmSolvesMatchFreshOnes) {
   }
 }
 
+// Under contention (four jobs, two GPUs) max-min leans each kind of job
+// towards the type it is relatively fastest on, and equalizes every job's
+// normalized throughput above what an equal time split would give (0.5).
 TEST(GavelLpHeterogeneityTest, MaxMinSkewsToRelativelyFastestType) {
   std::vector<GavelLpJob> jobs = {kTwoSpeedups[0], kTwoSpeedups[0], kTwoSpeedups[1], kTwoSpeedups[1]};
   Result<GavelLpSolution> sol = SolveGavelLp(GavelObjective::kMaxMinFairness, jobs, {1, 1});

@@ -16,16 +16,17 @@ Result<std::unique_ptr<ArenaDbThroughput>> ArenaDbThroughput::Load(const std::st
   return db;
 }
 
+std::string ArenaDbKey(const JobSpec& job) {
+  size_t sep = job.model.find("__");
+  if (sep == std::string::npos) return "";
+  return job.model.substr(0, sep) + "_" + job.model.substr(sep + 2) + "_" + std::to_string(job.global_batch);
+}
+
 const JobRate& ArenaDbThroughput::Rate(const JobSpec& job, int type, int gpus, int nodes) {
   auto ckey = std::make_tuple(job.model, job.global_batch, type, gpus, nodes);
   auto it = cache_.find(ckey);
   if (it != cache_.end()) return it->second;
-  // "bert__1.3B" -> "bert_1.3B_<batch>".
-  std::string key;
-  size_t sep = job.model.find("__");
-  if (sep != std::string::npos) {
-    key = job.model.substr(0, sep) + "_" + job.model.substr(sep + 2) + "_" + std::to_string(job.global_batch);
-  }
+  const std::string key = ArenaDbKey(job);
   JobRate rate;
   bool found = false;
   if (!key.empty() && nodes > 0 && gpus % nodes == 0) {

@@ -19,6 +19,11 @@
 
 namespace tessel {
 
+// The Arena artifact's key for a job's model and batch, as its database
+// files write it: model "bert__1.3B" at batch 128 -> "bert_1.3B_128";
+// "" for a model outside Arena's families.
+std::string ArenaDbKey(const JobSpec& job);
+
 class ArenaDbThroughput : public ThroughputModel {
  public:
   // Reads `path` (prof_database.json or the h100/l20 variant).

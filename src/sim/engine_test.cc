@@ -37,6 +37,14 @@ JobSpec Job(std::string id, SimTime submit, int gpus, double iterations, std::st
   return j;
 }
 
+// "j<i>" (built with +=: "j" + std::to_string(i) trips GCC 12's
+// -Wrestrict false positive, PR 105329).
+std::string JobId(int i) {
+  std::string id = "j";
+  id += std::to_string(i);
+  return id;
+}
+
 struct SimRun {
   SimResult result;
   std::string log;
@@ -86,7 +94,7 @@ TEST(SimEngineTest, SameInputsGiveByteIdenticalOutputs) {
   Workload w;
   w.name = "mix";
   for (int i = 0; i < 30; ++i) {
-    w.jobs.push_back(Job("j" + std::to_string(i), Seconds(37 * i), 1 + i % 4, 300 + 50 * (i % 7),
+    w.jobs.push_back(Job(JobId(i), Seconds(37 * i), 1 + i % 4, 300 + 50 * (i % 7),
                          i % 3 == 0 ? "v100-32g" : "a100-80g"));
   }
   SimConfig cfg;
@@ -109,7 +117,7 @@ TEST(SimEngineTest, ConservationJobsEndSomewhereAndGpuSecondsAddUp) {
   Cluster c = Tiny();
   Workload w;
   w.name = "conservation";
-  for (int i = 0; i < 40; ++i) w.jobs.push_back(Job("j" + std::to_string(i), Seconds(20 * i), 1 + i % 8, 400));
+  for (int i = 0; i < 40; ++i) w.jobs.push_back(Job(JobId(i), Seconds(20 * i), 1 + i % 8, 400));
   w.jobs.push_back(Job("huge", Seconds(5), 64, 10));  // can never fit: 8 A100s
   SimConfig cfg;
   cfg.horizon = Seconds(3 * 3600);
@@ -167,7 +175,7 @@ TEST(SimEngineTest, NodeFailureRestartsJobsFromTheirLastCheckpoint) {
   Cluster c = Tiny();
   Workload w;
   w.name = "failures";
-  for (int i = 0; i < 6; ++i) w.jobs.push_back(Job("j" + std::to_string(i), 0, 4, 20000, i < 4 ? "a100-80g" : "v100-32g"));
+  for (int i = 0; i < 6; ++i) w.jobs.push_back(Job(JobId(i), 0, 4, 20000, i < 4 ? "a100-80g" : "v100-32g"));
   SimConfig cfg;
   cfg.failures.node_mtbf_s = 2 * 3600;
   cfg.failures.repair_s = 600;
@@ -190,18 +198,23 @@ TEST(SimEngineTest, NodeFailureRestartsJobsFromTheirLastCheckpoint) {
   EXPECT_NE(run.log.find("repair node="), std::string::npos);
 }
 
-// A policy that breaks its contract: gives every pending job node 0.
-class GreedyBrokenPolicy : public Policy {
+// A policy that gives every pending job the same fixed allocation.
+class FixedAllocationPolicy : public Policy {
  public:
-  std::string_view name() const override { return "broken"; }
+  FixedAllocationPolicy(std::string name, Allocation alloc) : name_(std::move(name)), alloc_(std::move(alloc)) {}
+  std::string_view name() const override { return name_; }
   PolicyTraits traits() const override { return {}; }
   Decision Decide(const Snapshot& s) override {
     Decision d;
     for (const JobView* j : s.jobs) {
-      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, Allocation{0, {{0, 4}}}});
+      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, alloc_});
     }
     return d;
   }
+
+ private:
+  std::string name_;
+  Allocation alloc_;
 };
 
 TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
@@ -209,7 +222,7 @@ TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
   Workload w;
   w.name = "broken";
   w.jobs = {Job("a", 0, 4, 100), Job("b", 0, 4, 100)};
-  GreedyBrokenPolicy policy;
+  FixedAllocationPolicy policy("broken", Allocation{0, {{0, 4}}});  // breaks its contract: node 0 for every job
   EstimatorThroughput belief(c, PlanMode::kDataParallel);
   Simulator sim(c, w, policy, belief, belief, SimConfig{});
   auto r = sim.Run();
@@ -219,20 +232,6 @@ TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
             std::string::npos)
       << r.status().message();
 }
-
-// A policy that spreads every pending job over two nodes (2 + 2 GPUs).
-class SpreadPolicy : public Policy {
- public:
-  std::string_view name() const override { return "spread"; }
-  PolicyTraits traits() const override { return {}; }
-  Decision Decide(const Snapshot& s) override {
-    Decision d;
-    for (const JobView* j : s.jobs) {
-      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, Allocation{0, {{0, 2}, {1, 2}}}});
-    }
-    return d;
-  }
-};
 
 // The estimator, except that nothing fits on more than one node (as a
 // measured table that ran a split out of memory).
@@ -256,7 +255,7 @@ TEST(SimEngineTest, PlacementOutOfMemoryAsPlacedLeavesTheJobWaiting) {
   Workload w;
   w.name = "oom";
   w.jobs = {Job("a", 0, 4, 100)};
-  SpreadPolicy policy;
+  FixedAllocationPolicy policy("spread", Allocation{0, {{0, 2}, {1, 2}}});  // 2 + 2 GPUs on two nodes
   EstimatorThroughput est(c, PlanMode::kDataParallel);
   OneNodeOnly model(est);
   Simulator sim(c, w, policy, model, model, SimConfig{});

@@ -6,6 +6,7 @@
 
 #include "core/strings.h"
 #include "hardware/cluster.h"
+#include "sim/arena_db.h"
 
 namespace tessel {
 namespace {
@@ -57,11 +58,7 @@ const JobRate* ArenaDpMemoryGate::Refused(const JobSpec& job, int type, int gpus
   if (auto it = refused_.find(ckey); it != refused_.end()) return it->second.fits ? nullptr : &it->second;
   JobRate verdict;
   verdict.fits = true;  // the cached "passes"
-  std::string key;
-  size_t sep = job.model.find("__");
-  if (sep != std::string::npos) {
-    key = job.model.substr(0, sep) + "_" + job.model.substr(sep + 2) + "_" + std::to_string(job.global_batch);
-  }
+  const std::string key = ArenaDbKey(job);
   auto it = need_gb_.find(key);
   if (it == need_gb_.end()) {
     verdict.fits = false;
