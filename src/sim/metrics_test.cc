@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "sim/report.h"
+
 namespace tessel {
 namespace {
 
@@ -64,4 +68,20 @@ TEST(Summarize, ClusterThroughputPeakP99AndPerGpu) {
 }
 
 }  // namespace
+// compare's table has an "oom placed" column only when some run had an
+// allocation that could not run as placed.
+TEST(RenderComparison, OomColumnOnlyWhenAnyRunHadOne) {
+  Summary a, b;
+  a.policy = "fcfs";
+  b.policy = "arena";
+  std::ostringstream without;
+  RenderComparison({a, b}, without);
+  EXPECT_EQ(without.str().find("oom placed"), std::string::npos);
+  b.oom_placements = 49;
+  std::ostringstream with;
+  RenderComparison({a, b}, with);
+  EXPECT_NE(with.str().find("oom placed"), std::string::npos);
+  EXPECT_NE(with.str().find(" 49 "), std::string::npos);
+}
+
 }  // namespace tessel

@@ -182,7 +182,11 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
   std::vector<std::string> head = {"policy", "finished", "unfinished", "rejected", "avg JCT h", "median h",
                                    "p99 h", "avg queue h", "makespan h", "alloc %", "useful %", "avg FTF"};
   if (deadlines) head.insert(head.end(), {"deadline met %", "tardiness h"});
-  head.insert(head.end(), {"restarts", "mem refused", "decide p99 ms", "wall s"});
+  // Out-of-memory placements only when some run had one.
+  bool oom = std::any_of(list.begin(), list.end(), [](const Summary& s) { return s.oom_placements > 0; });
+  head.insert(head.end(), {"restarts", "mem refused"});
+  if (oom) head.push_back("oom placed");
+  head.insert(head.end(), {"decide p99 ms", "wall s"});
   TextTable t(head);
   for (const Summary& s : list) {
     std::vector<std::string> row = {s.policy, std::to_string(s.jobs_finished), std::to_string(s.jobs_unfinished),
@@ -193,8 +197,9 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
                                     FormatDouble(s.avg_ftf, 3)};
     if (deadlines)
       row.insert(row.end(), {FormatDouble(100 * s.deadline_met_fraction, 3), FormatDouble(s.avg_tardiness_s / 3600, 4)});
-    row.insert(row.end(), {std::to_string(s.restarts), std::to_string(s.jobs_memory_refused),
-                           FormatDouble(s.decision_p99_ms, 3),
+    row.insert(row.end(), {std::to_string(s.restarts), std::to_string(s.jobs_memory_refused)});
+    if (oom) row.push_back(std::to_string(s.oom_placements));
+    row.insert(row.end(), {FormatDouble(s.decision_p99_ms, 3),
                            FormatDouble(s.sim_wall_time_s, 3)});
     t.AddRow(row);
   }
