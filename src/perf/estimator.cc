@@ -492,7 +492,11 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   double pipe = M * s_max + bubble;
   const LayerCost& ws = stages[worst].cost;
 
-  // Data-parallel synchronisation of the worst stage's gradients.
+  // Data-parallel synchronisation. Every stage's data-parallel group
+  // reduces its own stage's gradients once its last backward is done, all
+  // stages at once; the slowest one's exposed part (and its optimizer step)
+  // lengthens the iteration. The time-worst stage need not hold the most
+  // parameters: a CNN's early, high-resolution stages are slow and small.
   StateBytesPerParam sb = StateBytes(p.precision, m.optimizer);
   double expert_params = 0;
   if (m.kind == ModelKind::kTransformer && m.tf.IsMoe()) {
@@ -501,13 +505,11 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     expert_params = (static_cast<double>(s.MoeLayers()) / p.pp) * (s.experts / static_cast<double>(p.ep)) *
                     ffn_params / p.tp;
   }
-  double dense_params = std::max(0.0, ws.params - expert_params);
-  double dp_total = 0, dp_exposed = 0;
   // Frameworks that reduce gradients only after the last micro-batch
   // (DeepSpeed's pipeline engine) hide nothing.
   const double ov = fw.dp_overlap ? params_.dp_overlap_fraction : 0.0;
-  double overlap_window = ov * (ws.bwd_s + ws.recompute_s);
-  auto sync = [&](double params, int group) -> std::pair<double, double> {
+  // {total, exposed} seconds of one stage's gradient sync over `group` ranks.
+  auto sync = [&](const LayerCost& st, double params, int group) -> std::pair<double, double> {
     if (group <= 1 || params <= 0) return {0.0, 0.0};
     GroupShape g = StridedGroup(c, group, p.tp);
     double grad_bytes = params * sb.gradients;
@@ -519,29 +521,37 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
       // Gathers prefetched `zero3_prefetch` layers ahead hide behind the
       // compute of the layers before them; none hide without prefetch.
       double pf = fw.zero3_prefetch > 0 ? params_.dp_overlap_fraction : 0.0;
-      double exposed = M * (std::max(0.0, ag - pf * ws.fwd_s) +
-                            std::max(0.0, ag + rs - pf * (ws.bwd_s + ws.recompute_s)));
+      double exposed = M * (std::max(0.0, ag - pf * st.fwd_s) +
+                            std::max(0.0, ag + rs - pf * (st.bwd_s + st.recompute_s)));
       return {total, exposed};
     }
+    double overlap_window = ov * (st.bwd_s + st.recompute_s);
     if (p.zero >= 1) {
       double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
       double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
-      return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - ov * ws.fwd_s)};
+      return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - ov * st.fwd_s)};
     }
     double ar = coll.Time(Collective::kAllReduce, grad_bytes, g);
     return {ar, std::max(0.0, ar - overlap_window)};
   };
-  auto [d_total, d_exposed] = sync(dense_params, p.dp);
-  auto [e_total, e_exposed] = sync(expert_params, p.dp / p.ep);
-  dp_total = d_total + e_total;
-  dp_exposed = d_exposed + e_exposed;
-
   // Optimizer: Adam reads/writes master weights, m, v, gradients (and writes
   // the low-precision copy) for the local shard.
-  double shard_dense = p.zero >= 1 ? dense_params / p.dp : dense_params;
-  double shard_expert = p.zero >= 1 ? expert_params / std::max(1, p.dp / p.ep) : expert_params;
-  double opt_bytes_per_param = (sb.optimizer + sb.gradients) * 2 + sb.weights;
-  double optimizer = cm.Elementwise((shard_dense + shard_expert) * opt_bytes_per_param, 4);
+  const double opt_bytes_per_param = (sb.optimizer + sb.gradients) * 2 + sb.weights;
+  double dp_total = 0, dp_exposed = 0, optimizer = 0, tail = -1;
+  for (const Stage& st : stages) {
+    double dense_params = std::max(0.0, st.cost.params - expert_params);
+    auto [d_total, d_exposed] = sync(st.cost, dense_params, p.dp);
+    auto [e_total, e_exposed] = sync(st.cost, expert_params, p.dp / p.ep);
+    double shard_dense = p.zero >= 1 ? dense_params / p.dp : dense_params;
+    double shard_expert = p.zero >= 1 ? expert_params / std::max(1, p.dp / p.ep) : expert_params;
+    double opt = cm.Elementwise((shard_dense + shard_expert) * opt_bytes_per_param, 4);
+    if (d_exposed + e_exposed + opt > tail) {
+      tail = d_exposed + e_exposed + opt;
+      dp_total = d_total + e_total;
+      dp_exposed = d_exposed + e_exposed;
+      optimizer = opt;
+    }
+  }
 
   Estimate est;
   est.plan = p;

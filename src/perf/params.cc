@@ -234,7 +234,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6634);
   UnfittedArch(p, "ada", 0.7003);
   FittedArch(p, "hopper", 0.5632);
-  FittedFramework(p, "alpa", 0.7621);
+  FittedFramework(p, "alpa", 0.7731);
   // END GENERATED
   return p;
 }
