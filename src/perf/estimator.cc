@@ -527,7 +527,9 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     }
     double overlap_window = ov * (st.bwd_s + st.recompute_s);
     if (p.zero >= 1) {
-      double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
+      double rs = fw.zero_allreduce_with_accumulation && M > 1
+                      ? coll.Time(Collective::kAllReduce, grad_bytes, g)
+                      : coll.Time(Collective::kReduceScatter, grad_bytes, g);
       double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
       return {rs + ag, std::max(0.0, rs - overlap_window) + std::max(0.0, ag - ov * st.fwd_s)};
     }

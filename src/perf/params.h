@@ -96,6 +96,12 @@ struct FrameworkProfile {
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;
+  // Sharded optimizer states (ZeRO-1/2-like) with gradient accumulation:
+  // gradients are all-reduced after the last micro-batch, not
+  // reduce-scattered, and the updated weights all-gathered (Alpa: a
+  // reduce-scatter cannot be accumulated across micro-batches, so with more
+  // than one it falls back to all-reduce + all-gather).
+  bool zero_allreduce_with_accumulation = false;
   // Host-side cost per launched kernel (eager PyTorch dispatch + CUDA
   // launch), microseconds: the GPU idles when its kernels are shorter.
   double launch_us = 6;
