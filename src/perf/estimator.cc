@@ -286,6 +286,16 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
   }
   lc.hw_flops = 3 * flops;
   lc.out_bytes = out_bytes;
+  // Global BatchNorm: the statistics' all-reduces (fp32 sums per channel)
+  // are latency-bound, on the critical path.
+  double bn_sync = 0;
+  if (c.fw.global_batch_norm && p.dp > 1) {
+    GroupShape g = StridedGroup(c, p.dp, p.tp);
+    for (const ConvOp& op : b.convs)
+      if (op.batch_norm) bn_sync += 2 * c.coll.Time(Collective::kAllReduce, 4.0 * op.cout / t, g);
+  }
+  lc.fwd_s += bn_sync;
+  lc.bwd_s += bn_sync;
   if (p.recompute == Recompute::kFull) {
     lc.work_bytes = lc.act_bytes;
     lc.act_bytes = out_bytes / t;

@@ -102,6 +102,11 @@ struct FrameworkProfile {
   // reduce-scatter cannot be accumulated across micro-batches, so with more
   // than one it falls back to all-reduce + all-gather).
   bool zero_allreduce_with_accumulation = false;
+  // BatchNorm statistics over the whole data-parallel batch (SPMD
+  // semantics): each BatchNorm all-reduces its per-channel sums across the
+  // data-parallel group, twice forward and twice backward, every
+  // micro-batch. PyTorch DDP normalises per GPU (no collective).
+  bool global_batch_norm = false;
   // Host-side cost per launched kernel (eager PyTorch dispatch + CUDA
   // launch), microseconds: the GPU idles when its kernels are shorter.
   double launch_us = 6;
