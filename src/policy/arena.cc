@@ -178,6 +178,11 @@ class ArenaPolicy : public Policy {
     if (p_.backfill && p_.marginal) {
       grants = AllocateByMarginalUtility(curves, capacity);
       admitted_ += Admit(curves, capacity, grants);
+      // The greedy fixes a job's type by its smallest step; with GPUs to
+      // spare, a job then takes its best grid outright (without this a lone
+      // job could flip between two types every round, restarting for ever:
+      // on each, the other type's small grids were worth more per GPU).
+      ImproveBySingleMoves(curves, capacity, grants);
     } else {
       grants = InPriorityOrder(std::move(ranked), capacity, /*block=*/!p_.backfill);
     }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <optional>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 #include "policy/placement.h"
 #include "policy/throughput.h"
@@ -107,6 +109,68 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>
     out.push_back({jobs[j].job, tc.type, tc.points[pos[j]].gpus});
   }
   return out;
+}
+
+int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<int>& capacity,
+                         std::vector<GoodputGrant>& grants, int max_sweeps) {
+  std::vector<int> free = capacity;
+  // The grant of each job (index into `grants`, -1 = none).
+  std::vector<int> grant_of(jobs.size(), -1);
+  std::unordered_map<const JobView*, int> job_index;
+  for (size_t j = 0; j < jobs.size(); ++j) job_index.emplace(jobs[j].job, static_cast<int>(j));
+  for (size_t g = 0; g < grants.size(); ++g) {
+    free[grants[g].type] -= grants[g].gpus;
+    auto it = job_index.find(grants[g].job);
+    if (it != job_index.end()) grant_of[it->second] = static_cast<int>(g);
+  }
+  auto utility_of = [&](const JobCurves& jc, int type, int gpus) {
+    for (const TypeCurve& tc : jc.types) {
+      if (tc.type != type) continue;
+      for (const CurvePoint& p : tc.points)
+        if (p.gpus == gpus) return p.utility;
+    }
+    return jc.types.empty() ? 0.0 : jc.types.front().points.front().utility;
+  };
+  int moves = 0;
+  for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+    bool moved = false;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const JobCurves& jc = jobs[j];
+      if (jc.types.empty()) continue;
+      const int g = grant_of[j];
+      const int cur_type = g >= 0 ? grants[g].type : -1, cur_gpus = g >= 0 ? grants[g].gpus : 0;
+      const double now = g >= 0 ? utility_of(jc, cur_type, cur_gpus) : jc.types.front().points.front().utility;
+      double best = now;
+      int best_type = -1, best_gpus = 0;
+      for (const TypeCurve& tc : jc.types) {
+        const int room = free[tc.type] + (tc.type == cur_type ? cur_gpus : 0);
+        for (size_t k = 1; k < tc.points.size(); ++k) {
+          const CurvePoint& p = tc.points[k];
+          if (p.gpus > room) break;
+          if (p.utility > best + 1e-12 * std::max(1.0, std::abs(best))) {
+            best = p.utility;
+            best_type = tc.type;
+            best_gpus = p.gpus;
+          }
+        }
+      }
+      if (best_type < 0) continue;
+      if (g >= 0) {
+        free[cur_type] += cur_gpus;
+        grants[g].type = best_type;
+        grants[g].gpus = best_gpus;
+        grants[g].max_nodes = 0;
+      } else {
+        grant_of[j] = static_cast<int>(grants.size());
+        grants.push_back({jc.job, best_type, best_gpus});
+      }
+      free[best_type] -= best_gpus;
+      ++moves;
+      moved = true;
+    }
+    if (!moved) break;
+  }
+  return moves;
 }
 
 namespace {

@@ -53,6 +53,19 @@ GpuRange GoodputGpuRange(const JobView& job, int cap);
 std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
                                                     const std::vector<int>& capacity);
 
+// Improves `grants` (for `jobs`, within `capacity`) by single-job moves:
+// each job in turn takes the point of any of its curves with the highest
+// utility that fits in the GPUs left free plus those it holds on that type,
+// when that beats its grant; sweeps repeat until none moves (at most
+// `max_sweeps`). Every move raises the total, so it terminates. It mends the
+// greedy's one blind spot that matters when GPUs are plentiful: a job's type
+// is fixed by its first, smallest step, so a type whose small sizes are
+// worth more per GPU wins even where another type's larger size is worth
+// more outright. A job without a grant that gains one is appended; returns
+// the number of moves.
+int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<int>& capacity,
+                         std::vector<GoodputGrant>& grants, int max_sweeps = 8);
+
 struct PlaceOptions {
   // When the first packing leaves a grant short, a second one places every
   // grant largest first, moving kept jobs wherever that fits more GPUs.

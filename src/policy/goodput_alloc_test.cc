@@ -360,6 +360,51 @@ TEST(GoodputAllocTest, NonConcaveKnownGap) {
   EXPECT_EQ(grants[0].job, &views[0]);  // 1.0 where 7.9 was possible
 }
 
+// The greedy fixes a job's type by its first step: type 0's 8 GPUs are
+// worth more per GPU, so it climbs type 0 to 32 (10.0) where type 1's 32
+// are worth 12.0. The single-move pass takes the better grid when the
+// GPUs are free, and only then.
+TEST(GoodputAllocTest, SingleMovesTakeTheBestGridTheFirstStepMissed) {
+  std::vector<JobView> views(1);
+  views[0].index = 0;
+  TypeCurve t0{0, {{0, 0.0}, {8, 8.0}, {32, 10.0}}};
+  TypeCurve t1{1, {{0, 0.0}, {8, 6.0}, {32, 12.0}}};
+  std::vector<JobCurves> jobs = {{&views[0], {t0, t1}}};
+  std::vector<GoodputGrant> grants = AllocateByMarginalUtility(jobs, {32, 32});
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].type, 0);  // the greedy's blind spot
+  EXPECT_EQ(grants[0].gpus, 32);
+  EXPECT_EQ(ImproveBySingleMoves(jobs, {32, 32}, grants), 1);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0].type, 1);
+  EXPECT_EQ(grants[0].gpus, 32);
+  EXPECT_EQ(ImproveBySingleMoves(jobs, {32, 32}, grants), 0);  // a fixed point
+  // Type 1 holds only 16: nothing better fits, the grant stands.
+  std::vector<GoodputGrant> short_of_room = AllocateByMarginalUtility(jobs, {32, 16});
+  EXPECT_EQ(ImproveBySingleMoves(jobs, {32, 16}, short_of_room), 0);
+  EXPECT_EQ(short_of_room[0].type, 0);
+  EXPECT_EQ(short_of_room[0].gpus, 32);
+}
+
+// On random instances the pass never breaks capacity, never lowers the
+// total, and never beats the exhaustive optimum.
+TEST(GoodputAllocTest, SingleMovesOnlyRaiseTheTotal) {
+  Rng rng(977);
+  int improved = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int> capacity = {rng.Int(2, 8), rng.Int(2, 8)};
+    Instance in = MakeInstance(rng, rng.Int(2, 4), capacity, /*concave=*/trial % 2 == 0, /*skip=*/trial % 3 == 0);
+    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(in.jobs, in.capacity);
+    const double before = CheckGrants(in, grants);
+    ImproveBySingleMoves(in.jobs, in.capacity, grants);
+    const double after = CheckGrants(in, grants);
+    ASSERT_GE(after, before - 1e-12) << "trial " << trial;
+    ASSERT_LE(after, Exhaustive(in) + 1e-9 * std::max(1.0, std::abs(after))) << "trial " << trial;
+    if (after > before + 1e-12) ++improved;
+  }
+  EXPECT_GT(improved, 0);  // the pass does something on these instances
+}
+
 // ---------------------------------------------------------------------------
 // PlaceGrants.
 
