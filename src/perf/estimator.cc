@@ -550,18 +550,36 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // the low-precision copy) for the local shard.
   const double opt_bytes_per_param = (sb.optimizer + sb.gradients) * 2 + sb.weights;
   double dp_total = 0, dp_exposed = 0, optimizer = 0, tail = -1;
-  for (const Stage& st : stages) {
+  // In the pipeline's cool-down the last micro-batch's backward runs from
+  // the last stage to the first: stage k finishes the backward passes of
+  // stages 0..k-1 (one micro-batch each, in 1/v chunks when interleaved)
+  // before the first stage does, and its sync and optimizer step run in
+  // that time. (Stages stand for their kind: a middle stage is taken at
+  // index 1, the least slack of the p-2 alike.)
+  std::vector<double> slack(stages.size(), 0.0);
+  for (size_t i = 0; i < stages.size(); ++i) {
+    double before = 0;
+    for (size_t j = 0; j < stages.size(); ++j)
+      if (stages[j].index < stages[i].index)
+        before += std::min(stages[j].copies, stages[i].index - stages[j].index) *
+                  (stages[j].cost.bwd_s + stages[j].cost.recompute_s + p2p / 2);
+    slack[i] = before / p.virtual_stages;
+  }
+  for (size_t si = 0; si < stages.size(); ++si) {
+    const Stage& st = stages[si];
     double dense_params = std::max(0.0, st.cost.params - expert_params);
     auto [d_total, d_exposed] = sync(st.cost, dense_params, p.dp);
     auto [e_total, e_exposed] = sync(st.cost, expert_params, p.dp / p.ep);
     double shard_dense = p.zero >= 1 ? dense_params / p.dp : dense_params;
     double shard_expert = p.zero >= 1 ? expert_params / std::max(1, p.dp / p.ep) : expert_params;
     double opt = cm.Elementwise((shard_dense + shard_expert) * opt_bytes_per_param, 4);
-    if (d_exposed + e_exposed + opt > tail) {
-      tail = d_exposed + e_exposed + opt;
+    double exposed = std::max(0.0, d_exposed + e_exposed - slack[si]);
+    double opt_exposed = std::max(0.0, opt - std::max(0.0, slack[si] - (d_exposed + e_exposed)));
+    if (exposed + opt_exposed > tail) {
+      tail = exposed + opt_exposed;
       dp_total = d_total + e_total;
-      dp_exposed = d_exposed + e_exposed;
-      optimizer = opt;
+      dp_exposed = exposed;
+      optimizer = opt_exposed;
     }
   }
 

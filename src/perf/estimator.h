@@ -43,9 +43,11 @@ struct TimeBreakdown {
   double pp_p2p_s = 0;          // pipeline sends/receives
   double pp_bubble_s = 0;       // pipeline fill and drain
   double dp_comm_s = 0;         // gradient sync / ZeRO gathers, total
+  // Hidden: behind backward, or behind the pipeline's cool-down (a later
+  // stage finishes its last backward before the first stage does).
   double dp_comm_overlapped_s = 0;
   double dp_comm_exposed_s = 0;
-  double optimizer_s = 0;
+  double optimizer_s = 0;       // the optimizer step's part not hidden by the cool-down
   double overhead_s = 0;        // fixed per-iteration overhead
 };
 

@@ -243,7 +243,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6634);
   UnfittedArch(p, "ada", 0.7003);
   FittedArch(p, "hopper", 0.5632);
-  FittedFramework(p, "alpa", 0.7834);
+  FittedFramework(p, "alpa", 0.782);
   // END GENERATED
   return p;
 }
