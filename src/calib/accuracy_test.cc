@@ -57,6 +57,28 @@ TEST(Reference, MalformedCalibrationRowNamesLineAndColumn) {
   EXPECT_EQ(s.message(), path + ":2: num_gpus: expected a number, got 'eight'");
 }
 
+// A row's stated inter-node bandwidth is the network it ran on (per node:
+// NICs x rate, or one figure "inter-node" / "per node"); a row that states
+// none runs on its node type's default (a DGX A100's 8 x 200 Gb/s).
+TEST(Reference, InterconnectStatesTheNetwork) {
+  const std::string head =
+      "row_id,source,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,"
+      "grad_accum_or_num_microbatches,gpu_type,num_gpus,t,p,d,vp_interleave,recompute,precision,tflops_per_gpu,"
+      "tflops_basis,samples_per_s,iter_time_s,notes,framework,interconnect\n";
+  const std::string run = "test,GPT,24,2048,16,2048,256,2,1,A100 80GB SXM,128,1,1,128,,none,bf16,,,,2.0,,fsdp,";
+  std::string text = head + "1," + run + "\"A100 cluster, 400 Gbps inter-node, GPUDirect RDMA\"\n" +
+                     "2," + run + "\"DGX A100: 8x HDR InfiniBand 200 Gb/s per node\"\n" +
+                     "3," + run + "800 Gb/s per node\n" + "4," + run + "not stated\n";
+  ReferenceSet set;
+  Status st = LoadThroughputCsvText(text, "t.csv", &set);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(set.cases.size(), 4u);
+  EXPECT_EQ(set.cases[0].topology.network_gbps, 400);
+  EXPECT_EQ(set.cases[1].topology.network_gbps, 1600);
+  EXPECT_EQ(set.cases[2].topology.network_gbps, 800);
+  EXPECT_EQ(set.cases[3].topology.network_gbps, 1600);
+}
+
 // The report itself: computed, grouped, every run predicted (none called
 // "does not fit"), and the tuned stacks close.
 TEST(Accuracy, ReportOnSharedData) {

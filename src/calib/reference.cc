@@ -37,6 +37,20 @@ Result<std::pair<const GpuSpec*, const NodeType*>> ParseHardware(const std::stri
   return std::make_pair(*FindGpu(gpu), *FindNodeType(node));
 }
 
+// The inter-node bandwidth a row's `interconnect` states, per node, in
+// Gb/s: "8x HDR InfiniBand 200 Gb/s" (NICs per node x rate) or "400 Gbps inter-node" /
+// "800 Gb/s per node". Nothing when the text states no per-node figure (the
+// node type's default then applies: DGX systems' InfiniBand).
+std::optional<double> InterNodeGbps(const std::string& text) {
+  static const std::regex kNics("([0-9]+) ?x ?(?:[a-z]+ ){0,2}([0-9]+) ?gb(?:ps|/s)");
+  static const std::regex kPerNode("([0-9]+) ?gb(?:ps|/s) (?:inter-node|per node)");
+  std::string l = ToLower(text);
+  std::smatch m;
+  if (std::regex_search(l, m, kNics)) return std::stod(m[1]) * std::stod(m[2]);
+  if (std::regex_search(l, m, kPerNode)) return std::stod(m[1]);
+  return std::nullopt;
+}
+
 std::optional<Precision> ParsePrecisionText(const std::string& text) {
   std::string l = ToLower(text);
   if (l.empty()) return std::nullopt;
@@ -169,6 +183,11 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     c.topology.gpus_per_node = hw->second->gpus_per_node;
     c.topology.intra = hw->second->intra;
     c.topology.network_gbps = hw->second->network_gbps;
+    if (auto gbps = InterNodeGbps(opt(row, "interconnect")); gbps && *gbps > 0) {
+      c.topology.network_gbps = *gbps;
+      if (*gbps != hw->second->network_gbps)
+        c.note += "inter-node " + FormatDouble(*gbps) + " Gb/s per node, as stated. ";
+    }
     c.gpu_generation = Split(hw->first->name, '-')[0];
     c.arch = hw->first->arch;
     c.gpus = n;

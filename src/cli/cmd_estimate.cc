@@ -50,6 +50,7 @@ void PrintHuman(std::ostream& o, const ModelSpec& m, const Topology& topo, const
   o << "  pipeline bubble   " << F(b.pp_bubble_s) << " s\n";
   o << "  data-parallel     " << F(b.dp_comm_s) << " s (overlapped " << F(b.dp_comm_overlapped_s)
     << ", exposed " << F(b.dp_comm_exposed_s) << ")\n";
+  o << "  overlap slowdown  " << F(b.dp_interference_s) << " s (hidden communication's SMs and bandwidth)\n";
   o << "  optimizer step    " << F(b.optimizer_s) << " s\n";
   o << "  fixed overhead    " << F(b.overhead_s) << " s\n";
 }

@@ -40,6 +40,7 @@ nlohmann::json EstimateToJson(const Estimate& e) {
                     {"dp_comm_s", b.dp_comm_s},
                     {"dp_comm_overlapped_s", b.dp_comm_overlapped_s},
                     {"dp_comm_exposed_s", b.dp_comm_exposed_s},
+                    {"dp_interference_s", b.dp_interference_s},
                     {"optimizer_s", b.optimizer_s},
                     {"overhead_s", b.overhead_s}};
   j["memory"] = {{"weights_gib", m.weights_gib},

@@ -549,7 +549,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // Optimizer: Adam reads/writes master weights, m, v, gradients (and writes
   // the low-precision copy) for the local shard.
   const double opt_bytes_per_param = (sb.optimizer + sb.gradients) * 2 + sb.weights;
-  double dp_total = 0, dp_exposed = 0, optimizer = 0, tail = -1;
+  double dp_total = 0, dp_exposed = 0, dp_interference = 0, optimizer = 0, tail = -1;
   // In the pipeline's cool-down the last micro-batch's backward runs from
   // the last stage to the first: stage k finishes the backward passes of
   // stages 0..k-1 (one micro-batch each, in 1/v chunks when interleaved)
@@ -574,11 +574,16 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double shard_expert = p.zero >= 1 ? expert_params / std::max(1, p.dp / p.ep) : expert_params;
     double opt = cm.Elementwise((shard_dense + shard_expert) * opt_bytes_per_param, 4);
     double exposed = std::max(0.0, d_exposed + e_exposed - slack[si]);
+    // Communication hidden behind this stage's own backward still takes SMs
+    // and memory bandwidth from it (PerfParams::overlap_interference); what
+    // the cool-down hides runs while this stage waits.
+    double interference = params_.overlap_interference * (d_total + e_total - d_exposed - e_exposed);
     double opt_exposed = std::max(0.0, opt - std::max(0.0, slack[si] - (d_exposed + e_exposed)));
-    if (exposed + opt_exposed > tail) {
-      tail = exposed + opt_exposed;
+    if (exposed + interference + opt_exposed > tail) {
+      tail = exposed + interference + opt_exposed;
       dp_total = d_total + e_total;
       dp_exposed = exposed;
+      dp_interference = interference;
       optimizer = opt_exposed;
     }
   }
@@ -596,9 +601,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   b.dp_comm_s = dp_total;
   b.dp_comm_exposed_s = dp_exposed;
   b.dp_comm_overlapped_s = dp_total - dp_exposed;
+  b.dp_interference_s = dp_interference;
   b.optimizer_s = optimizer;
   b.overhead_s = params_.iteration_overhead_s;
-  est.iteration_time_s = pipe + dp_exposed + optimizer + params_.iteration_overhead_s;
+  est.iteration_time_s = pipe + dp_exposed + dp_interference + optimizer + params_.iteration_overhead_s;
 
   const double T = est.iteration_time_s;
   est.samples_per_s = req.global_batch / T;

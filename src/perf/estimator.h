@@ -47,6 +47,9 @@ struct TimeBreakdown {
   // stage finishes its last backward before the first stage does).
   double dp_comm_overlapped_s = 0;
   double dp_comm_exposed_s = 0;
+  // What the hidden part costs the compute beside it (its SMs and memory
+  // bandwidth; PerfParams::overlap_interference).
+  double dp_interference_s = 0;
   double optimizer_s = 0;       // the optimizer step's part not hidden by the cool-down
   double overhead_s = 0;        // fixed per-iteration overhead
 };

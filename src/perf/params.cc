@@ -237,13 +237,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6266);
+  UnfittedArch(p, "pascal", 0.638);
   FittedArch(p, "volta", 0.7728);
-  UnfittedArch(p, "turing", 0.5897);
-  FittedArch(p, "ampere", 0.6634);
-  UnfittedArch(p, "ada", 0.7003);
-  FittedArch(p, "hopper", 0.5632);
-  FittedFramework(p, "alpa", 0.782);
+  UnfittedArch(p, "turing", 0.6005);
+  FittedArch(p, "ampere", 0.6756);
+  UnfittedArch(p, "ada", 0.7131);
+  FittedArch(p, "hopper", 0.5921);
+  FittedFramework(p, "alpa", 0.768);
   // END GENERATED
   return p;
 }
@@ -315,6 +315,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                 {"network", LinkJson(p.network)}};
   j["dp_overlap_fraction"] = p.dp_overlap_fraction;
   j["tp_overlap_fraction"] = p.tp_overlap_fraction;
+  j["overlap_interference"] = p.overlap_interference;
   j["memory_overhead_gib"] = p.memory_overhead_gib;
   j["iteration_overhead_s"] = p.iteration_overhead_s;
   return JsonText(j, 2);
@@ -363,6 +364,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     num("kernel_overhead_s", &p.kernel_overhead_s);
     num("dp_overlap_fraction", &p.dp_overlap_fraction);
     num("tp_overlap_fraction", &p.tp_overlap_fraction);
+    num("overlap_interference", &p.overlap_interference);
     num("memory_overhead_gib", &p.memory_overhead_gib);
     num("iteration_overhead_s", &p.iteration_overhead_s);
     auto read_arch = [&](const nlohmann::json& a, ArchEfficiency* e) -> Status {
@@ -472,10 +474,11 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   // print negative or infinite iteration times as results.
   auto in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!in(p.memory_overhead_gib, 0, 1e4) || !in(p.iteration_overhead_s, 0, 1e4) || !in(p.kernel_overhead_s, 0, 1) ||
-      !in(p.gemm_dim_half, 0, 1e9) || !in(p.dp_overlap_fraction, 0, 1) || !in(p.tp_overlap_fraction, 0, 1))
+      !in(p.gemm_dim_half, 0, 1e9) || !in(p.dp_overlap_fraction, 0, 1) || !in(p.tp_overlap_fraction, 0, 1) ||
+      !in(p.overlap_interference, 0, 1))
     return InvalidArgument(source + ": memory_overhead_gib (0 to 1e4), iteration_overhead_s (0 to 1e4 s), "
                                     "kernel_overhead_s (0 to 1 s) and gemm_dim_half (0 to 1e9) must be finite and in "
-                                    "range; dp_overlap_fraction and tp_overlap_fraction in [0, 1]");
+                                    "range; dp_overlap_fraction, tp_overlap_fraction and overlap_interference in [0, 1]");
   for (const auto& [name, link] : {std::pair<const char*, const LinkFit*>{"pcie", &p.pcie},
                                    {"nvlink-bridge", &p.nvlink_bridge},
                                    {"nvlink-mesh", &p.nvlink_mesh},

@@ -155,6 +155,15 @@ struct PerfParams {
   // hides: the first and last chunks' transfers stay exposed and the
   // communication kernels take SMs from the GEMMs.
   double tp_overlap_fraction = 0.5;
+  // Gradient reduction and ZeRO-3 gathers that run hidden behind compute
+  // still slow it: NCCL's kernels occupy SMs (an all-gather launches 24
+  // blocks on an H100's 132 SMs, NVIDIA developer forum, "Compute-
+  // communication overlap causes severe GEMM performance degradation", 2025)
+  // and share memory bandwidth, so the compute beside them runs about
+  // 24 / (132 - 24) = 0.22 longer. This fraction of the overlapped
+  // data-parallel communication time is added to the iteration. Not fitted.
+  // (Tensor-parallel overlap's own cost is in tp_overlap_fraction.)
+  double overlap_interference = 0.2;
 
   // --- memory ---
   // CUDA context, NCCL buffers, cuBLAS workspaces.
