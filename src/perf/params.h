@@ -185,9 +185,11 @@ struct PerfParams {
 // The embedded defaults.
 const PerfParams& DefaultPerfParams();
 
-// The framework a plan implies when none is named: ZeRO-3 without tensor or
-// pipeline parallelism is FSDP; ZeRO-1/2 with pipeline parallelism is
-// Megatron-DeepSpeed; anything else Megatron.
+// The framework a plan implies when none is named: ZeRO-3 is FSDP (with
+// tensor/pipeline parallelism as torchtitan composes them); ZeRO-2 without
+// pipeline parallelism FSDP's SHARD_GRAD_OP (t = 1) or DeepSpeed (t > 1);
+// ZeRO-1/2 with pipeline parallelism Megatron-DeepSpeed; anything else
+// Megatron (whose distributed optimizer is ZeRO-1).
 const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero);
 
 // JSON round trip (nlohmann-json lives in params.cc only).
