@@ -376,10 +376,19 @@ Status ValidatePlan(const EstimateRequest& req) {
   if (p.virtual_stages < 1) return bad("--virtual-stages: must be >= 1");
   if (p.virtual_stages > 1) {
     if (p.pp < 2) return bad("--virtual-stages > 1 needs --pp >= 2");
-    if (layers % (p.pp * p.virtual_stages) != 0) {
+    const int chunks = p.pp * p.virtual_stages;
+    // The framework named, else the one the plan implies (its mechanisms
+    // are not fitted, so the embedded profiles stand for any parameters).
+    const FrameworkProfile& fw =
+        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero);
+    if (chunks > layers) {
+      return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": p*v = " + std::to_string(chunks) +
+                 " virtual stages but the model has " + std::to_string(layers) + " layers");
+    }
+    if (layers % chunks != 0 && !fw.uneven_pipeline_stages) {
       return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": layers (" +
-                 std::to_string(layers) + ") must be divisible by p*v = " +
-                 std::to_string(p.pp * p.virtual_stages));
+                 std::to_string(layers) + ") must be divisible by p*v = " + std::to_string(chunks) + " under " +
+                 fw.name + " (--framework megatron places layers unevenly)");
     }
     if (p.num_micro_batches % p.pp != 0) {
       return bad("--virtual-stages: the interleaved schedule needs the number of micro-batches (" +

@@ -190,8 +190,23 @@ TEST(Estimator, UnsupportedPrecision) {
 
 TEST(Estimator, InterleavingNeedsDivisibleLayers) {
   Req r("gpt3-175b", "a100-80g", 64, 64);
-  r.Plan(1, 8, 8, 1).V(5);
-  EXPECT_EQ(r.Error().message(), "--virtual-stages 5: layers (96) must be divisible by p*v = 40");
+  r.Plan(1, 8, 8, 1).V(5).Fw("megatron-legacy");
+  EXPECT_EQ(r.Error().message(),
+            "--virtual-stages 5: layers (96) must be divisible by p*v = 40 under megatron-legacy "
+            "(--framework megatron places layers unevenly)");
+}
+
+// Megatron-Core places layers unevenly (Llama 3 405B: 126 layers over 16
+// stages, interleaved): allowed while every virtual stage keeps a layer,
+// and the bubble shrinks with v as for an even split.
+TEST(Estimator, MegatronCoreInterleavesUnevenLayers) {
+  Req base = Req("llama3-405b", "h100-sxm", 8192, 2048).Plan(64, 8, 16, 1).Zero(1).Rc(Recompute::kFull).Fw("megatron");
+  Estimate v1 = base.Run();
+  Estimate v7 = Req(base).V(7).Run();
+  EXPECT_LT(v7.breakdown.pp_bubble_s, v1.breakdown.pp_bubble_s / 6);
+  EXPECT_LT(v7.iteration_time_s, v1.iteration_time_s);
+  EXPECT_EQ(Req(base).V(8).Error().message(),
+            "--virtual-stages 8: p*v = 128 virtual stages but the model has 126 layers");
 }
 
 

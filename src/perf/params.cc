@@ -122,10 +122,12 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   m.attention = AttentionKernel::kBest;
   m.tp_comm_overlap = true;
   m.max_zero = 1;
+  m.uneven_pipeline_stages = true;
   v.push_back(m);
 
   FrameworkProfile l = m;
   l.name = "megatron-legacy";
+  l.uneven_pipeline_stages = false;
   l.note =
       "Megatron-LM 2020-2022 as in its papers (Narayanan et al. 2021, Korthikanti et al. 2022) and "
       "NVIDIA's DeepLearningExamples: apex fused LayerNorm, fused bias+GeLU and bias+dropout+add, "
@@ -243,13 +245,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.638);
+  UnfittedArch(p, "pascal", 0.6372);
   FittedArch(p, "volta", 0.7728);
-  UnfittedArch(p, "turing", 0.6005);
-  FittedArch(p, "ampere", 0.6756);
-  UnfittedArch(p, "ada", 0.7131);
-  FittedArch(p, "hopper", 0.5921);
-  FittedFramework(p, "alpa", 0.768);
+  UnfittedArch(p, "turing", 0.5997);
+  FittedArch(p, "ampere", 0.6747);
+  UnfittedArch(p, "ada", 0.7122);
+  FittedArch(p, "hopper", 0.59);
+  FittedFramework(p, "alpa", 0.7682);
   // END GENERATED
   return p;
 }
@@ -307,6 +309,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"native_kernels", f.native_kernels},
                                {"max_zero", f.max_zero},
                                {"interleaved_pipeline", f.interleaved_pipeline},
+                               {"uneven_pipeline_stages", f.uneven_pipeline_stages},
                                {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
                                {"zero3_max_live_params", f.zero3_max_live_params},
                                {"fragmentation", f.fragmentation},
@@ -441,6 +444,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
         fp.native_kernels = f.value("native_kernels", fp.native_kernels);
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
+        fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)

@@ -93,6 +93,12 @@ struct FrameworkProfile {
   // interleaved 1F1B, Narayanan et al. 2021). DeepSpeed's pipeline engine
   // and Alpa run one stage per device (1F1B / GPipe).
   bool interleaved_pipeline = true;
+  // Interleaved virtual stages may hold different numbers of layers when the
+  // layers do not divide evenly by p*v (Megatron-Core's pipeline layouts,
+  // --decoder-first/last-pipeline-num-layers; Llama 3's training removed one
+  // layer each from the first and last stages, Dubey et al. 2024, 3.3.2).
+  // Without it the layers must divide by p*v.
+  bool uneven_pipeline_stages = false;
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;

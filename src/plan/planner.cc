@@ -128,6 +128,11 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
           for (int v = 2; v <= layers / p && v <= 8; ++v)
             if (layers % (p * v) == 0) vs.push_back(v);
           if (grid && vs.size() > 2) vs.resize(2);
+          // Uneven splits (frameworks that place layers unevenly) in the
+          // full search; a grid keeps the even ones.
+          if (!grid)
+            for (int v = 2; v <= layers / p && v <= 8; ++v)
+              if (layers % (p * v) != 0) vs.push_back(v);
         }
         if (req.virtual_stages > 0) {
           if (std::find(vs.begin(), vs.end(), req.virtual_stages) == vs.end()) continue;
@@ -143,6 +148,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(fw)) continue;
               if (z > fw.max_zero) continue;
               if (v > 1 && !fw.interleaved_pipeline) continue;
+              if (v > 1 && layers % (p * v) != 0 && !fw.uneven_pipeline_stages) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;
