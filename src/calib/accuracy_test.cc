@@ -79,6 +79,29 @@ TEST(Reference, InterconnectStatesTheNetwork) {
   EXPECT_EQ(set.cases[3].topology.network_gbps, 1600);
 }
 
+// FP8 rows are read as FP8 runs (NeMo's "FP8", Megatron-Bridge's "FP8-CS"),
+// and a FLOP basis that names recompute only to exclude it ("no recompute
+// FLOPs") does not make the run a full-recompute one.
+TEST(Reference, Fp8RowsAndRecomputeFreeBases) {
+  const std::string head =
+      "row_id,source,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,"
+      "grad_accum_or_num_microbatches,gpu_type,num_gpus,t,p,d,vp_interleave,recompute,precision,tflops_per_gpu,"
+      "tflops_basis,samples_per_s,iter_time_s,notes,framework\n";
+  std::string text = head +
+                     "1,nemo,GPT,24,4096,32,2048,2048,4,,H100 80GB SXM,64,1,1,64,,,FP8-CS,765,"
+                     "\"model FLOPs; no recompute FLOPs\",,,,megatron\n" +
+                     "2,paper,GPT,24,4096,32,2048,2048,4,,H100 80GB SXM,64,1,1,64,,,bf16,400,"
+                     "\"Megatron formula incl. recompute\",,,,megatron\n";
+  ReferenceSet set;
+  Status st = LoadThroughputCsvText(text, "t.csv", &set);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(set.cases.size(), 2u);
+  EXPECT_EQ(set.cases[0].precision, Precision::kFp8);
+  EXPECT_FALSE(set.cases[0].recompute.has_value());
+  EXPECT_EQ(set.cases[1].precision, Precision::kBf16);
+  EXPECT_EQ(set.cases[1].recompute, Recompute::kFull);
+}
+
 // The report itself: computed, grouped, every run predicted (none called
 // "does not fit"), and the tuned stacks close.
 TEST(Accuracy, ReportOnSharedData) {

@@ -51,9 +51,18 @@ std::optional<double> InterNodeGbps(const std::string& text) {
   return std::nullopt;
 }
 
+// Whether a row's FLOP basis (lower case) counts recomputation ("Megatron
+// formula incl. recompute"), not merely names it ("no recompute FLOPs",
+// "without recompute", an MFU).
+bool BasisCountsRecompute(const std::string& basis) {
+  return Contains(basis, "recompute") && !Contains(basis, "mfu") && !Contains(basis, "without") &&
+         !Contains(basis, "no recompute");
+}
+
 std::optional<Precision> ParsePrecisionText(const std::string& text) {
   std::string l = ToLower(text);
   if (l.empty()) return std::nullopt;
+  if (Contains(l, "fp8")) return Precision::kFp8;  // "fp8", "FP8-CS": FP8 linear layers
   if (Contains(l, "bf16") || Contains(l, "bfloat")) return Precision::kBf16;
   if (Contains(l, "fp16") || Contains(l, "mixed") || Contains(l, "amp")) return Precision::kFp16;
   if (Contains(l, "tf32")) return Precision::kTf32;
@@ -236,15 +245,9 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     if (StartsWith(rc, "full")) c.recompute = Recompute::kFull;
     else if (StartsWith(rc, "selective")) c.recompute = Recompute::kSelective;
     else if (StartsWith(rc, "none")) c.recompute = Recompute::kNone;
-    else if (Contains(basis, "recompute") && !Contains(basis, "mfu")) {
+    else if (BasisCountsRecompute(basis)) {
       c.recompute = Recompute::kFull;
       c.note += "recompute not stated; full, as the row's FLOP basis includes it. ";
-    }
-    if (Contains(ToLower(t.Get(row, "precision")), "fp8")) {
-      // FP8 runs keep attention, LayerNorm and communication in 16 bits and
-      // add scaling work the estimator does not model yet.
-      out->skipped.push_back({id, "fp8 training is not modelled"});
-      continue;
     }
     auto prec = ParsePrecisionText(t.Get(row, "precision"));
     if (!prec) {
@@ -274,7 +277,7 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     } else if (sps->has_value() && c.global_batch > 0) {
       c.measured_iteration_s = c.global_batch / **sps;
     } else if (tflops->has_value() && c.global_batch > 0 && c.model.kind == ModelKind::kTransformer) {
-      bool with_recompute = Contains(basis, "recompute") && !Contains(basis, "mfu") && !Contains(basis, "without");
+      bool with_recompute = BasisCountsRecompute(basis);
       const auto& s = c.model.tf;
       double flops = MegatronFlopsPerIteration(c.global_batch, s.seq_len, s.layers, s.hidden, s.vocab, with_recompute);
       c.measured_iteration_s = flops / (**tflops * 1e12 * n);

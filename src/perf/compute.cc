@@ -13,11 +13,17 @@ double DensePeakTflops(const GpuSpec& gpu, Precision precision) {
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
                            const FrameworkProfile& framework) {
   const ArchEfficiency& a = params.ForArch(gpu.arch);
-  peak_ = DensePeakTflops(gpu, precision) * 1e12;
+  // FP8 training quantizes the linear layers only; the rest runs in 16 bits.
+  const bool fp8 = precision == Precision::kFp8;
+  peak_ = DensePeakTflops(gpu, fp8 ? Precision::kBf16 : precision) * 1e12;
   double legacy = 1.0;  // sm_80-style kernels on an architecture with a newer native path
   if (!framework.native_kernels && a.attention_best > 0 && a.attention_fa2 > 0)
     legacy = std::min(1.0, a.attention_fa2 / a.attention_best);
   gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency * legacy, 0.01, 1.0);
+  fp8_linear_ = fp8 && framework.fp8;
+  linear_peak_ = fp8 ? DensePeakTflops(gpu, Precision::kFp8) * 1e12 : peak_;
+  linear_eff_ = fp8_linear_ ? std::clamp(gemm_eff_ * a.fp8_gemm_ratio, 0.01, 1.0) : gemm_eff_;
+  if (fp8 && !fp8_linear_) linear_peak_ = peak_;  // a framework without FP8 runs 16-bit (ValidatePlan refuses it)
   double attn = framework.attention == AttentionKernel::kBest ? a.attention_best : a.attention_fa2;
   attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;
@@ -26,12 +32,25 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   dim_half_ = params.gemm_dim_half;
 }
 
-double ComputeModel::Gemm(double m, double n, double k, double count) const {
+double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
   double flops = 2.0 * m * n * k;
-  double t_compute = flops / (peak_ * gemm_eff_ * U(m) * U(n) * U(k));
+  double t_compute = flops / (peak * eff * U(m) * U(n) * U(k));
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
   return count * std::max(t_compute, t_memory) + overhead_s_;
+}
+
+double ComputeModel::Gemm(double m, double n, double k, double count) const {
+  return GemmAt(m, n, k, count, peak_, gemm_eff_);
+}
+
+double ComputeModel::LinearGemm(double m, double n, double k, double count) const {
+  return GemmAt(m, n, k, count, linear_peak_, linear_eff_);
+}
+
+double ComputeModel::Fp8Cast(double elements, double kernels) const {
+  if (!fp8_linear_ || elements <= 0) return 0.0;
+  return Elementwise(elements * 3.0, kernels);
 }
 
 double ComputeModel::FusedAttentionForward(double batch_heads, double seq, double head_dim,

@@ -27,8 +27,19 @@ class ComputeModel {
                const FrameworkProfile& framework);
 
   // Seconds for `count` GEMMs of (m x k) @ (k x n), launched as one
-  // batched/grouped kernel.
+  // batched/grouped kernel, in 16 bits when the precision is FP8 (attention,
+  // the output layer: Transformer Engine keeps them out of FP8).
   double Gemm(double m, double n, double k, double count = 1) const;
+  // The same for a linear layer's GEMM: in FP8 when the precision is FP8
+  // and the framework trains linear layers in FP8 (at the architecture's
+  // fp8_gemm_ratio of the 16-bit efficiency, against the FP8 peak), else as
+  // Gemm. Quantizing its operands is not included (see Fp8Cast).
+  double LinearGemm(double m, double n, double k, double count = 1) const;
+  // Whether linear layers run in FP8.
+  bool fp8_linear() const { return fp8_linear_; }
+  // Seconds to quantize `elements` 16-bit values to FP8 with their amax
+  // (read 2 bytes, write 1) in `kernels` launches; 0 unless fp8_linear().
+  double Fp8Cast(double elements, double kernels) const;
   // Seconds for fused attention (FlashAttention-style) forward over
   // `batch_heads` heads of s x s scores with head dim d; `causal` halves work.
   // The backward pass takes kFusedAttentionBackwardRatio times as long.
@@ -37,14 +48,19 @@ class ComputeModel {
   // Seconds for memory-bound kernels moving `bytes` in `kernels` launches.
   double Elementwise(double bytes, double kernels = 1) const;
 
-  double PeakFlops() const { return peak_; }
+  // The requested precision's dense peak (FP8's for FP8 runs): MFU's base.
+  double PeakFlops() const { return linear_peak_; }
   double elem_bytes() const { return elem_bytes_; }
   double MemoryBandwidth() const { return mem_bw_; }
   double gemm_efficiency() const { return gemm_eff_; }
 
  private:
   double U(double x) const { return x / (x + dim_half_); }
-  double peak_;        // FLOP/s
+  double GemmAt(double m, double n, double k, double count, double peak, double eff) const;
+  double peak_;        // FLOP/s of 16-bit GEMMs for FP8 runs, else of the precision
+  double linear_peak_; // FP8 peak when fp8_linear_, else peak_
+  double linear_eff_;
+  bool fp8_linear_ = false;
   double gemm_eff_;
   double attn_eff_;    // fraction of peak of the framework's fused attention kernel
   double mem_bw_;      // achieved bytes/s

@@ -43,6 +43,28 @@ TEST(Compute, Sm80KernelsOnHopperRunAtFlashAttention2sRatio) {
   EXPECT_NEAR(GemmEff("a100-80g", "alpa"), DefaultPerfParams().ForArch("ampere").gemm * k, 1e-12);
 }
 
+// FP8 training runs the linear layers' GEMMs at the FP8 peak and the
+// architecture's FP8 share of the 16-bit efficiency; other GEMMs (attention,
+// the output layer) stay at the 16-bit rate, and only FP8 runs pay for
+// quantizing. A framework without FP8 runs everything in 16 bits.
+TEST(Compute, Fp8RunsTheLinearLayersInFp8) {
+  const GpuSpec& h100 = **FindGpu("h100-sxm");
+  ComputeModel bf16(h100, Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  ComputeModel fp8(h100, Precision::kFp8, DefaultPerfParams(), Fw("megatron"));
+  const double m = 16384, n = 8192, k = 8192;
+  double ratio = bf16.LinearGemm(m, n, k) / fp8.LinearGemm(m, n, k);
+  double expected = (1979.0 / 989.5) * DefaultPerfParams().ForArch("hopper").fp8_gemm_ratio;
+  EXPECT_NEAR(ratio, expected, 0.01 * expected);
+  EXPECT_DOUBLE_EQ(fp8.Gemm(m, n, k), bf16.Gemm(m, n, k));
+  EXPECT_DOUBLE_EQ(fp8.FusedAttentionForward(64, 4096, 128, true), bf16.FusedAttentionForward(64, 4096, 128, true));
+  EXPECT_TRUE(fp8.fp8_linear());
+  EXPECT_GT(fp8.Fp8Cast(1e9, 1), 0);
+  EXPECT_EQ(bf16.Fp8Cast(1e9, 1), 0);
+  ComputeModel legacy(h100, Precision::kFp8, DefaultPerfParams(), Fw("megatron-legacy"));
+  EXPECT_FALSE(legacy.fp8_linear());
+  EXPECT_DOUBLE_EQ(legacy.LinearGemm(m, n, k), bf16.LinearGemm(m, n, k));
+}
+
 TEST(Compute, SmallGemmsAreSlowerPerFlop) {
   ComputeModel cm(**FindGpu("h100-sxm"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
   double big = cm.Gemm(8192, 8192, 8192) / (2.0 * 8192 * 8192 * 8192);

@@ -101,8 +101,8 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   LayerCost lc;
 
   // Forward GEMMs.
-  double qkv = c.cm.Gemm(tokens, (h + 2 * kv) / t, h);
-  double proj = c.cm.Gemm(tokens, h, h / t);
+  double qkv = c.cm.LinearGemm(tokens, (h + 2 * kv) / t, h);
+  double proj = c.cm.LinearGemm(tokens, h, h / t);
   double attn_fwd, attn_bwd, attn_recompute;
   double attn_kernels;  // forward launches of the core attention
   if (fused) {
@@ -128,8 +128,8 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
     double experts_local = static_cast<double>(s.experts) / p.ep;
     routed_tokens = tokens * s.top_k;
     double rows_per_expert = routed_tokens / experts_local;
-    ffn = c.cm.Gemm(rows_per_expert, (ffn_mats - 1) * f / t, h, experts_local) +
-          c.cm.Gemm(rows_per_expert, h, f / t, experts_local) + c.cm.Gemm(tokens, s.experts, h);
+    ffn = c.cm.LinearGemm(rows_per_expert, (ffn_mats - 1) * f / t, h, experts_local) +
+          c.cm.LinearGemm(rows_per_expert, h, f / t, experts_local) + c.cm.Gemm(tokens, s.experts, h);
     if (c.fw.moe_dense_dispatch_group > 0) {
       // GShard's dispatch and combine as dense einsums over one-hot masks
       // [G, S, E, C] (Lepikhin et al. 2020): per group of S tokens,
@@ -141,7 +141,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
       ffn += c.cm.Gemm(slots, h / t, group, groups) + c.cm.Gemm(group, h / t, slots, groups);
     }
   } else {
-    ffn = c.cm.Gemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.Gemm(tokens, h, f / t);
+    ffn = c.cm.LinearGemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.LinearGemm(tokens, h, f / t);
   }
   // Memory-bound kernels on the sequence-parallel shard (token-wise) and the
   // tensor-parallel shard (FFN activation). Per token and pass:
@@ -163,6 +163,14 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
     ew_bytes += tokens * (h + 2 * kv) / t * 2 * e;  // q, k, v made contiguous per head
   }
   double ew = c.cm.Elementwise(ew_bytes, ew_kernels);
+  // FP8 linear layers quantize their inputs in forward (QKV and FC1 read
+  // the gathered LayerNorm output, the projection and FC2 their shards) and
+  // their output gradients in backward (Transformer Engine's cast + amax
+  // kernels; weights' FP8 copies are cached across micro-batches).
+  double fp8_fwd = c.cm.Fp8Cast(tokens * h + tokens * h / t + routed_tokens * (h + f / t), 4);
+  double fp8_bwd = c.cm.Fp8Cast(tokens * (h + 2 * kv) / t + tokens * h +
+                                    routed_tokens * ((ffn_mats - 1) * f / t + h), 4);
+  ew += fp8_fwd;
   double gemm_fwd = qkv + proj + ffn;
   double gemm_kernels = 4 + (moe ? 1 : 0) + (s.gated_ffn && !fused_ew ? 1 : 0);
   double fwd_kernels = gemm_kernels + attn_kernels + ew_kernels;
@@ -170,7 +178,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   // about twice the elementwise launches.
   double bwd_kernels = 2 * gemm_kernels + 2 * attn_kernels + 2 * ew_kernels;
   lc.fwd_s = HostBound(c, gemm_fwd + attn_fwd + ew, fwd_kernels);
-  lc.bwd_s = HostBound(c, 2 * gemm_fwd + attn_bwd + 2 * ew, bwd_kernels);
+  lc.bwd_s = HostBound(c, 2 * gemm_fwd + attn_bwd + 2 * (ew - fp8_fwd) + fp8_bwd, bwd_kernels);
   if (p.recompute == Recompute::kFull) lc.recompute_s = lc.fwd_s;
   else if (p.recompute == Recompute::kSelective && c.act.op_level_selective)
     lc.recompute_s = HostBound(c, gemm_fwd / 2 + ew, gemm_kernels / 2 + ew_kernels);  // every other matmul
@@ -423,6 +431,13 @@ Status ValidatePlan(const EstimateRequest& req) {
   } else if (p.ep != 1) {
     return bad("--ep: expert parallelism needs an MoE model");
   }
+  if (p.precision == Precision::kFp8) {
+    const FrameworkProfile& fw =
+        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero);
+    if (!fw.fp8)
+      return bad("--precision fp8: framework " + fw.name +
+                 " trains in 16 bits only; use --framework megatron (Transformer Engine) or fsdp (float8)");
+  }
   if (req.topology.gpu->PeakTflops(p.precision) <= 0) {
     return bad(std::string("--precision ") + PrecisionName(p.precision) + ": not supported by " +
                req.topology.gpu->name + " (" + req.topology.gpu->arch + ")");
@@ -449,6 +464,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   act.dropout = fw.dropout;
   act.recompute = p.recompute;
   act.op_level_selective = fw.op_level_selective;
+  act.fp8_linear_inputs = cm.fp8_linear();
   Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw, act};
 
   // Stage costs. Transformers: the first, one middle (standing for the p-2
@@ -635,6 +651,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double st_dense = std::max(0.0, st.params - st_expert);
     double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
     MemoryBreakdown mem;
+    // FP8 runs are taken to keep their weights in FP8 (Transformer
+    // Engine's fp8_model_init, as NeMo's FP8 recipes with fp8_param_gather:
+    // the FP8 weight and its transpose, 2 bytes per parameter as a 16-bit
+    // copy would take, beside the optimizer's fp32 master weights).
     mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
     if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
       double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);

@@ -19,9 +19,10 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
 
   // Per token, on one tensor-parallel rank (sequence parallelism splits the
   // token-wise tensors, tensor parallelism the rest: all of it divides by t).
-  double ln = 4 * e * h + 16;                  // two LayerNorms' inputs and outputs + mean/rstd
+  const double lin = o.fp8_linear_inputs ? 1.0 : e;  // a linear layer's saved input
+  double ln = 2 * e * h + 2 * lin * h + 16;    // two LayerNorms' inputs and outputs (= QKV, FC1 inputs) + mean/rstd
   double qkv = e * (h + 2 * kv);               // the fused QKV projection's output
-  double attn_out = e * h;                     // core attention output = projection input
+  double attn_out = lin * h;                   // core attention output = projection input
   double scores = 0;
   if (o.fused_attention) {
     scores = 4 * a;                            // fp32 log-sum-exp
@@ -29,8 +30,9 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
     scores = (e + mask * (1 + e)) * a * s.seq_len;  // softmax out (+ dropout mask and output)
     scores += 2 * e * (h - kv);                // K, V expanded to every query head (GQA)
   }
-  double mlp_tensors = s.gated_ffn ? 4.0 : 2.0;  // GeLU: input, output; SwiGLU: gate, up, silu, product
-  double mlp = routed * mlp_tensors * e * f;
+  // GeLU: its input and output (= FC2's input); SwiGLU: gate, up, SiLU
+  // output and the product (= FC2's input).
+  double mlp = routed * ((s.gated_ffn ? 3.0 : 1.0) * e + lin) * f;
   double masks = mask * 2 * h;                 // hidden dropout after attention and MLP
 
   double per_token = 0;

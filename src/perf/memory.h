@@ -24,6 +24,11 @@ struct ActivationOptions {
   // checkpointing) rather than Megatron's core-attention recompute.
   bool op_level_selective = false;
   bool moe = false;
+  // FP8 linear layers save their inputs for backward as the FP8 tensors
+  // their GEMMs consumed (Transformer Engine's Linear/LayerNormLinear,
+  // torchao's Float8Linear): the LayerNorm outputs, the attention output
+  // and FC2's input take 1 byte per value instead of 2.
+  bool fp8_linear_inputs = false;
 };
 
 // Bytes of activations one transformer layer keeps for the backward pass,
@@ -35,7 +40,9 @@ struct ActivationOptions {
 //   unfused attention: softmax output e*a*s, with dropout + (1 + e)*a*s
 //     (and GQA's K, V expanded to a heads: 2e(h - kv));
 //   fused attention: the fp32 log-sum-exp 4a,
-//   MLP: GeLU 2ef, SwiGLU 4ef; dropout masks 2h.
+//   MLP: GeLU 2ef, SwiGLU 4ef; dropout masks 2h;
+//   with FP8 linear layers the LayerNorm outputs, the attention output and
+//   FC2's input (the linear layers' inputs) at 1 byte.
 // Megatron's GPT (gelu, f = 4h, MHA, dropout, unfused, e = 2) gives
 // Korthikanti's 34sbh + 5as^2b. Full recompute keeps the layer input eh;
 // Megatron's selective recompute drops the core attention's own tensors; op-level selective

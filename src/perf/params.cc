@@ -118,16 +118,19 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "communication pipelined with the GEMMs (--tp-comm-overlap), gradient reduce-scatter and "
       "parameter all-gather overlapped (--overlap-grad-reduce, --overlap-param-gather), "
       "vocabulary-parallel cross-entropy in fp32 (its softmax kept); selective recompute = core "
-      "attention; dropout 0.1 (the GPT arguments' default)";
+      "attention; dropout 0.1 (the GPT arguments' default); ZeRO-1 as its distributed optimizer, "
+      "ZeRO-3 as Megatron FSDP (--use-megatron-fsdp, 2025; the FSDP column of Megatron-Bridge's "
+      "performance tables); FP8 linear layers through Transformer Engine";
   m.attention = AttentionKernel::kBest;
   m.tp_comm_overlap = true;
-  m.max_zero = 1;
+  m.max_zero = 3;
   m.uneven_pipeline_stages = true;
   v.push_back(m);
 
   FrameworkProfile l = m;
   l.name = "megatron-legacy";
   l.uneven_pipeline_stages = false;
+  l.fp8 = false;
   l.note =
       "Megatron-LM 2020-2022 as in its papers (Narayanan et al. 2021, Korthikanti et al. 2022) and "
       "NVIDIA's DeepLearningExamples: apex fused LayerNorm, fused bias+GeLU and bias+dropout+add, "
@@ -173,6 +176,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "blocking send/recv instructions (p2p not overlapped) and reduces gradients only after "
       "the last micro-batch (no overlap with backward); ZeRO-1/2 all-gather after the step";
   d.attention = AttentionKernel::kNone;
+  d.fp8 = false;
   d.dp_overlap = false;
   d.interleaved_pipeline = false;
   d.zero3_max_live_params = 1e9;
@@ -188,6 +192,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "wgmma/TMA path); its GEMM efficiency relative to cuBLAS is the one fitted framework "
       "parameter";
   a.attention = AttentionKernel::kNone;
+  a.fp8 = false;
   // jaxlib 0.3 (Alpa's) generates sm_80 code: no wgmma/TMA on Hopper.
   a.native_kernels = false;
   // XLA's GPU runtime (jaxlib 0.3) ran collectives synchronously on the
@@ -250,7 +255,7 @@ PerfParams BuildDefaults() {
   UnfittedArch(p, "turing", 0.5997);
   FittedArch(p, "ampere", 0.6747);
   UnfittedArch(p, "ada", 0.7122);
-  FittedArch(p, "hopper", 0.59);
+  FittedArch(p, "hopper", 0.591);
   FittedFramework(p, "alpa", 0.7682);
   // END GENERATED
   return p;
@@ -272,7 +277,7 @@ namespace {
 nlohmann::json ArchJson(const ArchEfficiency& a) {
   return {{"arch", a.arch}, {"gemm", a.gemm}, {"gemm_floor", a.gemm_floor}, {"gemm_ceiling", a.gemm_ceiling},
           {"attention_fa2", a.attention_fa2}, {"attention_best", a.attention_best}, {"memory", a.memory},
-          {"fitted", a.fitted}, {"source", a.source}};
+          {"fp8_gemm_ratio", a.fp8_gemm_ratio}, {"fitted", a.fitted}, {"source", a.source}};
 }
 
 const char* AttentionKernelKey(AttentionKernel k) {
@@ -310,6 +315,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"max_zero", f.max_zero},
                                {"interleaved_pipeline", f.interleaved_pipeline},
                                {"uneven_pipeline_stages", f.uneven_pipeline_stages},
+                               {"fp8", f.fp8},
                                {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
                                {"zero3_max_live_params", f.zero3_max_live_params},
                                {"fragmentation", f.fragmentation},
@@ -384,10 +390,12 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       e->attention_fa2 = a.value("attention_fa2", e->attention_fa2);
       e->attention_best = a.value("attention_best", e->attention_best);
       e->memory = a.value("memory", e->memory);
+      e->fp8_gemm_ratio = a.value("fp8_gemm_ratio", e->fp8_gemm_ratio);
       e->fitted = a.value("fitted", false);
       e->source = a.value("source", "");
       TESSEL_RETURN_IF_ERROR(fraction(e->gemm, field + ": " + e->arch + ": gemm"));
       TESSEL_RETURN_IF_ERROR(fraction(e->memory, field + ": " + e->arch + ": memory"));
+      TESSEL_RETURN_IF_ERROR(fraction(e->fp8_gemm_ratio, field + ": " + e->arch + ": fp8_gemm_ratio"));
       if (e->attention_fa2 < 0 || e->attention_fa2 > 1 || e->attention_best < 0 || e->attention_best > 1)
         return InvalidArgument(source + ": " + field + ": " + e->arch + ": attention fractions must be in [0, 1]");
       if (!(e->gemm_floor > 0 && e->gemm_floor < e->gemm_ceiling && e->gemm_ceiling <= 1))
@@ -445,6 +453,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.native_kernels = f.value("native_kernels", fp.native_kernels);
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
         fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
+        fp.fp8 = f.value("fp8", fp.fp8);
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)

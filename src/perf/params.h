@@ -35,6 +35,12 @@ struct ArchEfficiency {
   // cuDNN on Hopper; the same as FlashAttention-2 elsewhere).
   double attention_best = 0.5;
   double memory = 0.8;        // fraction of memory bandwidth elementwise kernels reach
+  // FP8 GEMMs reach this fraction of the efficiency 16-bit GEMMs reach (each
+  // against its own dense peak): the ratio of the best published FP8 and
+  // BF16 large-GEMM fractions (Bekman's maximum achievable matmul on H100
+  // SXM: FP8 1,403 of 1,979 TFLOP/s = 70.9%, BF16 794 of 989 = 80.3%;
+  // data/measured/kernel-ceilings.csv). Not fitted.
+  double fp8_gemm_ratio = 0.883;
   bool fitted = false;        // set by calibration: rows of this architecture existed
   std::string source;
 };
@@ -124,6 +130,12 @@ struct FrameworkProfile {
   // ratio of FlashAttention-2 to FlashAttention-3 throughput there
   // (attention_fa2 / attention_best of the architecture).
   bool native_kernels = true;
+  // FP8 training of the linear layers (Transformer Engine in Megatron-Core
+  // and NeMo; torchao float8 under FSDP2): their GEMMs run in FP8 with their
+  // inputs and output gradients quantized first; attention, the output
+  // layer, norms and communication stay in 16 bits. Frameworks without it
+  // refuse --precision fp8.
+  bool fp8 = true;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].

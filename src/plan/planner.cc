@@ -135,8 +135,12 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               if (layers % (p * v) != 0) vs.push_back(v);
         }
         if (req.virtual_stages > 0) {
-          if (std::find(vs.begin(), vs.end(), req.virtual_stages) == vs.end()) continue;
-          vs = {req.virtual_stages};
+          // A stated v is taken beyond the search's cap of 8 (NeMo's
+          // recipes interleave one layer per virtual stage: v = 10, 20) when
+          // the schedule allows it; divisibility is checked per framework below.
+          const int v = req.virtual_stages;
+          if (v > 1 && (p < 2 || M % p != 0 || v > layers / p)) continue;
+          vs = {v};
         }
         for (int v : vs) {
           for (Recompute rc : recomputes) {
@@ -148,6 +152,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(fw)) continue;
               if (z > fw.max_zero) continue;
               if (v > 1 && !fw.interleaved_pipeline) continue;
+              if (req.precision == Precision::kFp8 && !fw.fp8) continue;
               if (v > 1 && layers % (p * v) != 0 && !fw.uneven_pipeline_stages) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
