@@ -111,6 +111,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "error: --global-batch 60 is not divisible by d = 16"},
         BadInput{"recompute", With({"estimate", "--model", "gpt-1.7b", "--tp", "1", "--pp", "1", "--recompute", "some"}),
                  "error: --recompute: unknown mode 'some'; known: none, selective, full"},
+        BadInput{"ffn_kind", With({"estimate", "--model", "gpt-1.7b", "--tp", "1", "--pp", "1", "--ffn-kind", "relu2"}),
+                 "error: --ffn-kind: expected gelu or swiglu, got 'relu2'"},
         BadInput{"precision", With({"estimate", "--model", "gpt-1.7b", "--tp", "1", "--pp", "1", "--precision", "fp4"}),
                  "known: fp32, tf32, fp16, bf16, fp8"},
         BadInput{"missing_flag", {"estimate", "--model", "gpt-1.7b"}, "--gpu is required"},

@@ -20,6 +20,9 @@ void ModelFlags::Add(CLI::App& app, bool required) {
   app.add_option("--heads", heads, "Attention heads");
   app.add_option("--kv-heads", kv_heads, "Key/value heads (grouped-query attention)");
   app.add_option("--ffn-hidden", ffn_hidden, "FFN hidden size (default 4 x hidden)");
+  app.add_option("--ffn-kind", ffn_kind,
+                 "FFN: gelu (two matrices, GPT) or swiglu (gated, three matrices: Llama); default the model's "
+                 "(custom: gelu)");
   app.add_option("--vocab", vocab, "Vocabulary size (default 51200)");
   app.add_option("--seq-len", seq_len, "Sequence length");
   app.add_option("--experts", experts, "MoE experts");
@@ -46,6 +49,12 @@ Result<ModelSpec> ModelFlags::Resolve() const {
   TESSEL_RETURN_IF_ERROR(set(seq_len, &f.seq_len, "--seq-len"));
   TESSEL_RETURN_IF_ERROR(set(experts, &f.experts, "--experts"));
   TESSEL_RETURN_IF_ERROR(set(top_k, &f.top_k, "--top-k"));
+  if (!ffn_kind.empty()) {
+    std::string k = ToLower(ffn_kind);
+    if (k == "swiglu" || k == "gated") f.gated_ffn = true;
+    else if (k == "gelu" || k == "relu") f.gated_ffn = false;
+    else return InvalidArgument("--ffn-kind: expected gelu or swiglu, got '" + ffn_kind + "'");
+  }
   return ResolveModel(model, f);
 }
 

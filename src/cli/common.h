@@ -25,6 +25,7 @@ namespace tessel {
 struct ModelFlags {
   std::string model;
   std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k;
+  std::string ffn_kind;  // "gelu" | "swiglu" | "" (the model's)
   void Add(CLI::App& app, bool required = true);
   Result<ModelSpec> Resolve() const;
 };

@@ -293,7 +293,7 @@ Result<ModelSpec> ResolveModel(std::string_view spec, const ShapeFlags& f) {
     if (!f.layers || !f.hidden || !f.heads || !f.seq_len) {
       return InvalidArgument(
           "--model custom: needs --layers, --hidden, --heads and --seq-len "
-          "(optional: --kv-heads --ffn-hidden --vocab --experts --top-k)");
+          "(optional: --kv-heads --ffn-hidden --ffn-kind --vocab --experts --top-k)");
     }
     m = Gpt("custom", "custom", *f.layers, *f.hidden, *f.heads, 51200, *f.seq_len, "command line");
   } else if (is_file) {
@@ -320,6 +320,7 @@ Result<ModelSpec> ResolveModel(std::string_view spec, const ShapeFlags& f) {
     }
     if (f.kv_heads) m.tf.kv_heads = *f.kv_heads;
     if (f.ffn_hidden) m.tf.ffn_hidden = *f.ffn_hidden;
+    if (f.gated_ffn) m.tf.gated_ffn = *f.gated_ffn;
     if (f.vocab) m.tf.vocab = *f.vocab;
     if (f.seq_len) m.tf.seq_len = *f.seq_len;
     if (f.experts) {
@@ -327,7 +328,7 @@ Result<ModelSpec> ResolveModel(std::string_view spec, const ShapeFlags& f) {
       if (!f.top_k && m.tf.top_k == 0) m.tf.top_k = std::min(2, *f.experts);
     }
     if (f.top_k) m.tf.top_k = *f.top_k;
-  } else if (f.layers || f.hidden || f.heads || f.seq_len || f.experts) {
+  } else if (f.layers || f.hidden || f.heads || f.seq_len || f.experts || f.gated_ffn) {
     return InvalidArgument("--model " + m.name + ": shape flags apply to transformers only");
   }
   TESSEL_RETURN_IF_ERROR(ValidateModel(m));

@@ -39,6 +39,8 @@ bool SameModelShape(const ModelSpec& a, const ModelSpec& b);
 // Shape flags of the CLI; unset fields keep the base model's value.
 struct ShapeFlags {
   std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k;
+  // The FFN's kind: gated (SwiGLU: gate, up and down matrices) or not (GeLU).
+  std::optional<bool> gated_ffn;
 };
 
 // `spec`: a catalog name, a path to a YAML file (*.yaml / *.yml), or

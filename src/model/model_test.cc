@@ -75,7 +75,7 @@ TEST(ResolveModel, CustomNeedsShape) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(),
             "--model custom: needs --layers, --hidden, --heads and --seq-len (optional: --kv-heads "
-            "--ffn-hidden --vocab --experts --top-k)");
+            "--ffn-hidden --ffn-kind --vocab --experts --top-k)");
   f.hidden = 1024;
   f.heads = 16;
   f.seq_len = 2048;
@@ -84,6 +84,25 @@ TEST(ResolveModel, CustomNeedsShape) {
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->tf.ffn_hidden, 4096);
   EXPECT_EQ(ok->tf.top_k, 2);
+}
+
+// A custom shape is a GPT (GeLU FFN) unless told it is gated: Llama's
+// SwiGLU has three FFN matrices, so its parameters and FLOPs differ.
+TEST(ResolveModel, GatedFfnFromFlags) {
+  ShapeFlags f;
+  f.layers = 32;
+  f.hidden = 4096;
+  f.heads = 32;
+  f.seq_len = 4096;
+  f.ffn_hidden = 11008;
+  f.vocab = 32000;
+  auto gelu = ResolveModel("custom", f);
+  f.gated_ffn = true;
+  auto swiglu = ResolveModel("custom", f);
+  ASSERT_TRUE(gelu.ok() && swiglu.ok());
+  EXPECT_FALSE(gelu->tf.gated_ffn);
+  EXPECT_TRUE(swiglu->tf.gated_ffn);
+  EXPECT_NEAR(swiglu->Params(), (**FindModel("llama2-7b")).Params(), 1e-6 * swiglu->Params());
 }
 
 TEST(ResolveModel, HeadsMustDivideHidden) {
