@@ -499,10 +499,13 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   double p2p = 0;
   if (p.pp > 1) {
     double bytes = 0;
+    // Each tensor-parallel rank sends its 1/t (scatter/gather) or the whole
+    // replicated activation.
+    const double share = fw.p2p_scatter_gather ? p.tp : 1.0;
     if (m.kind == ModelKind::kTransformer) {
-      bytes = static_cast<double>(p.micro_batch) * m.tf.seq_len * m.tf.hidden * cm.elem_bytes() / p.tp;
+      bytes = static_cast<double>(p.micro_batch) * m.tf.seq_len * m.tf.hidden * cm.elem_bytes() / share;
     } else {  // the largest activation crossing a stage boundary
-      for (size_t i = 0; i + 1 < stages.size(); ++i) bytes = std::max(bytes, stages[i].cost.out_bytes / p.tp);
+      for (size_t i = 0; i + 1 < stages.size(); ++i) bytes = std::max(bytes, stages[i].cost.out_bytes / share);
     }
     int stage_width = p.tp * p.dp;
     bool cross = stage_width >= topo.gpus_per_node || req.gpus > topo.gpus_per_node;

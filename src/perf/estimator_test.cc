@@ -359,6 +359,16 @@ TEST(Estimator, Fp8SpeedsUpTheLinearLayers) {
   EXPECT_EQ(a100.Error().message(), "--precision fp8: not supported by a100-80g (ampere)");
 }
 
+// Megatron splits a pipeline send across the tensor-parallel ranks
+// (scatter/gather); DeepSpeed's pipeline engine sends the whole activation
+// from every rank, t times the bytes.
+TEST(Frameworks, DeepSpeedSendsWholeActivations) {
+  Req r = Req("gpt3-175b", "a100-80g", 512, 512).Plan(8, 8, 8, 1).Zero(1).Rc(Recompute::kFull);
+  Estimate mg = Req(r).Fw("megatron-legacy").Run(), ds = Req(r).Fw("deepspeed").Run();
+  EXPECT_GT(ds.breakdown.pp_p2p_s, 4 * mg.breakdown.pp_p2p_s);
+  EXPECT_LT(ds.breakdown.pp_p2p_s, 8.5 * mg.breakdown.pp_p2p_s);
+}
+
 // Runs the issue that asked for measured memory names as having run (issue
 // 12): they must not be called "does not fit". A 1.3B GPT (24 layers,
 // d = 2048), micro-batch 20 at sequence 2,048, no recompute,

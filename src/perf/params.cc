@@ -173,10 +173,12 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
       "Megatron-DeepSpeed (DeepSpeed pipeline engine + ZeRO-1/2; Smith et al. 2022, MT-NLG): "
       "Megatron's fused kernels and fused masked softmax but attention scores materialised (no "
       "FlashAttention in the pipeline-engine releases); dropout 0.1; the pipeline engine runs "
-      "blocking send/recv instructions (p2p not overlapped) and reduces gradients only after "
+      "blocking send/recv instructions (p2p not overlapped; every tensor-parallel rank sends the "
+      "whole activation, no scatter/gather) and reduces gradients only after "
       "the last micro-batch (no overlap with backward); ZeRO-1/2 all-gather after the step";
   d.attention = AttentionKernel::kNone;
   d.fp8 = false;
+  d.p2p_scatter_gather = false;
   d.dp_overlap = false;
   d.interleaved_pipeline = false;
   d.zero3_max_live_params = 1e9;
@@ -316,6 +318,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"interleaved_pipeline", f.interleaved_pipeline},
                                {"uneven_pipeline_stages", f.uneven_pipeline_stages},
                                {"fp8", f.fp8},
+                               {"p2p_scatter_gather", f.p2p_scatter_gather},
                                {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
                                {"zero3_max_live_params", f.zero3_max_live_params},
                                {"fragmentation", f.fragmentation},
@@ -454,6 +457,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
         fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
         fp.fp8 = f.value("fp8", fp.fp8);
+        fp.p2p_scatter_gather = f.value("p2p_scatter_gather", fp.p2p_scatter_gather);
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)

@@ -105,6 +105,12 @@ struct FrameworkProfile {
   // layer each from the first and last stages, Dubey et al. 2024, 3.3.2).
   // Without it the layers must divide by p*v.
   bool uneven_pipeline_stages = false;
+  // Pipeline sends split the activation across the tensor-parallel ranks
+  // and all-gather it on arrival (Megatron's scatter/gather optimization,
+  // Narayanan et al. 2021, section 4.1), so each rank sends 1/t of it;
+  // without it (DeepSpeed's pipeline engine) every tensor-parallel rank
+  // sends the whole replicated activation.
+  bool p2p_scatter_gather = true;
   // Gradient reduction overlaps the backward pass (bucketed); with
   // pipelining, only the last micro-batch's backward hides it.
   bool dp_overlap = true;
