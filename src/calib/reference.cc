@@ -224,6 +224,8 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
       c.model = *m;
       c.model.name = name;
       if (ToLower(opt(row, "ffn_kind")) == "swiglu") c.model.tf.gated_ffn = true;
+      // Llama 2/3 are trained without dropout (their configurations).
+      if (Contains(lname, "llama")) c.model.tf.dropout = false;
       if (Contains(lname, "bert")) {
         c.model.tf.causal = false;
         c.model.tf.tied_embeddings = true;

@@ -57,6 +57,7 @@ ModelSpec Llama(std::string name, int layers, int hidden, int heads, int kv_head
   m.tf.kv_heads = kv_heads;
   m.tf.ffn_hidden = ffn;
   m.tf.gated_ffn = true;
+  m.tf.dropout = false;  // Llama 2/3 configurations: no dropout
   return m;
 }
 
@@ -192,7 +193,7 @@ Registry& Registered() {
 
 auto TransformerFields(const TransformerShape& t) {
   return std::tie(t.layers, t.hidden, t.heads, t.kv_heads, t.ffn_hidden, t.vocab, t.seq_len,
-                  t.gated_ffn, t.tied_embeddings, t.causal, t.experts, t.top_k, t.moe_every);
+                  t.gated_ffn, t.tied_embeddings, t.causal, t.dropout, t.experts, t.top_k, t.moe_every);
 }
 
 auto ConvFields(const ConvOp& c) {

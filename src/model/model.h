@@ -42,6 +42,10 @@ struct TransformerShape {
   bool gated_ffn = false;        // SwiGLU (three FFN matrices), as in LLaMA
   bool tied_embeddings = false;  // output layer shares the input embedding
   bool causal = true;            // decoder (causal mask); false for BERT encoders
+  // Trained with attention and hidden dropout (GPT-2/3, BERT, Megatron's GPT
+  // arguments: 0.1); Llama's configurations have none (attention_dropout 0,
+  // no hidden dropout). A framework that runs without dropout overrides it.
+  bool dropout = true;
   int experts = 0;               // 0 = dense
   int top_k = 0;                 // experts each token is routed to
   int moe_every = 1;             // every n-th layer is MoE (Alpa/GShard: 2)

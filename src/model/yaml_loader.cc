@@ -9,6 +9,7 @@
 //   vocab: 128256
 //   seq_len: 8192
 //   gated_ffn: true
+//   dropout: false    # trained without dropout (Llama); default true
 //   experts: 8        # MoE
 //   top_k: 2
 //   moe_every: 1
@@ -91,7 +92,7 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
   if (!root.IsMap()) return InvalidArgument(w.whole + ": expected a mapping of model fields");
   static const std::set<std::string> kKnown = {
       "name", "kind", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-      "seq_len", "gated_ffn", "tied_embeddings", "experts", "top_k", "moe_every", "precision",
+      "seq_len", "gated_ffn", "tied_embeddings", "dropout", "experts", "top_k", "moe_every", "precision",
       "optimizer", "depth", "channels", "width_factor", "image", "classes", "description"};
   for (const auto& kv : root) {
     std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("(a non-scalar key)");
@@ -148,6 +149,7 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
     TESSEL_RETURN_IF_ERROR(Read(root, w, "vocab", &t.vocab, false, "a positive integer"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "gated_ffn", &t.gated_ffn, false, "true or false"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "tied_embeddings", &t.tied_embeddings, false, "true or false"));
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "dropout", &t.dropout, false, "true or false"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "experts", &t.experts, false, "an integer >= 0"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "top_k", &t.top_k, false, "a positive integer"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "moe_every", &t.moe_every, false, "a positive integer"));

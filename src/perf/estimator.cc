@@ -461,7 +461,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   ActivationOptions act;
   act.precision = p.precision;
   act.fused_attention = UsesFusedAttention(*topo.gpu, p.precision, fw);
-  act.dropout = fw.dropout;
+  act.dropout = fw.dropout && (m.kind != ModelKind::kTransformer || m.tf.dropout);
   act.recompute = p.recompute;
   act.op_level_selective = fw.op_level_selective;
   act.fp8_linear_inputs = cm.fp8_linear();
