@@ -388,7 +388,7 @@ Status ValidatePlan(const EstimateRequest& req) {
     // The framework named, else the one the plan implies (its mechanisms
     // are not fitted, so the embedded profiles stand for any parameters).
     const FrameworkProfile& fw =
-        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero);
+        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero, p.virtual_stages);
     if (chunks > layers) {
       return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": p*v = " + std::to_string(chunks) +
                  " virtual stages but the model has " + std::to_string(layers) + " layers");
@@ -433,7 +433,7 @@ Status ValidatePlan(const EstimateRequest& req) {
   }
   if (p.precision == Precision::kFp8) {
     const FrameworkProfile& fw =
-        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero);
+        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero, p.virtual_stages);
     if (!fw.fp8)
       return bad("--precision fp8: framework " + fw.name +
                  " trains in 16 bits only; use --framework megatron (Transformer Engine) or fsdp (float8)");
@@ -455,7 +455,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
   const Topology& topo = req.topology;
-  const FrameworkProfile& fw = req.framework ? *req.framework : DefaultFrameworkFor(params_, p.tp, p.pp, p.zero);
+  const FrameworkProfile& fw = req.framework ? *req.framework : DefaultFrameworkFor(params_, p.tp, p.pp, p.zero, p.virtual_stages);
   ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
   ActivationOptions act;

@@ -218,6 +218,7 @@ TEST(Frameworks, DefaultFollowsThePlan) {
   EXPECT_EQ(DefaultFrameworkFor(p, 4, 1, 2).name, "deepspeed");  // ZeRO-2 beside Megatron's TP
   EXPECT_EQ(DefaultFrameworkFor(p, 4, 1, 1).name, "megatron");   // the distributed optimizer
   EXPECT_EQ(DefaultFrameworkFor(p, 8, 4, 1).name, "deepspeed");
+  EXPECT_EQ(DefaultFrameworkFor(p, 8, 4, 1, 3).name, "megatron");  // interleaved: DeepSpeed cannot
   EXPECT_EQ(DefaultFrameworkFor(p, 8, 4, 0).name, "megatron");
   EXPECT_EQ(DefaultFrameworkFor(p, 1, 1, 0).name, "megatron");
   for (const char* name : {"megatron", "megatron-legacy", "fsdp", "deepspeed", "alpa"})

@@ -17,7 +17,8 @@ const ArchEfficiency& PerfParams::ForArch(const std::string& arch) const {
   return fallback;
 }
 
-const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero) {
+const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero,
+                                            int virtual_stages) {
   auto named = [&](const char* name) -> const FrameworkProfile& {
     auto f = params.FindFramework(name);
     return f.ok() ? **f : params.frameworks.front();
@@ -29,7 +30,7 @@ const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, in
   // ZeRO-1/2 with pipelining is Megatron-DeepSpeed.
   if (zero == 3) return named("fsdp");
   if (zero == 2 && pp == 1) return named(tp == 1 ? "fsdp" : "deepspeed");
-  if ((zero == 1 || zero == 2) && pp > 1) return named("deepspeed");
+  if ((zero == 1 || zero == 2) && pp > 1 && virtual_stages <= 1) return named("deepspeed");
   return params.frameworks.front();
 }
 

@@ -212,9 +212,12 @@ const PerfParams& DefaultPerfParams();
 // The framework a plan implies when none is named: ZeRO-3 is FSDP (with
 // tensor/pipeline parallelism as torchtitan composes them); ZeRO-2 without
 // pipeline parallelism FSDP's SHARD_GRAD_OP (t = 1) or DeepSpeed (t > 1);
-// ZeRO-1/2 with pipeline parallelism Megatron-DeepSpeed; anything else
-// Megatron (whose distributed optimizer is ZeRO-1).
-const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero);
+// ZeRO-1/2 with pipeline parallelism Megatron-DeepSpeed, unless the
+// pipeline is interleaved (DeepSpeed's engine cannot: Megatron's
+// distributed optimizer then); anything else Megatron (whose distributed
+// optimizer is ZeRO-1).
+const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, int pp, int zero,
+                                            int virtual_stages = 1);
 
 // JSON round trip (nlohmann-json lives in params.cc only).
 std::string PerfParamsToJson(const PerfParams& p);

@@ -71,6 +71,10 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   // With fused attention nothing is left for Megatron's selective
   // recompute to drop (it is the same plan as none); op-level selective
   // checkpointing (FSDP) still trades time for memory.
+  // The default framework by (t, p, ZeRO) alone: the search does not turn a
+  // ZeRO-1 pipeline into Megatron's by interleaving it (DefaultFrameworkFor's
+  // v), so it never offers Megatron's distributed optimizer with
+  // interleaving unless the request names the framework.
   auto FrameworkFor = [&](int t, int p, int z) -> const FrameworkProfile& {
     return req.framework ? *req.framework : DefaultFrameworkFor(estimator.params(), t, p, z);
   };
