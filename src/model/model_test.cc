@@ -19,6 +19,16 @@ void PrintTo(const ParamCase& c, std::ostream* os) { *os << c.name; }
 
 class CatalogParams : public ::testing::TestWithParam<ParamCase> {};
 
+// The four flags a custom shape needs.
+ShapeFlags CustomShape(int layers, int hidden, int heads, int seq_len) {
+  ShapeFlags f;
+  f.layers = layers;
+  f.hidden = hidden;
+  f.heads = heads;
+  f.seq_len = seq_len;
+  return f;
+}
+
 // Published parameter counts (model cards and papers).
 TEST_P(CatalogParams, MatchPublishedCount) {
   const ParamCase& c = GetParam();
@@ -89,11 +99,7 @@ TEST(ResolveModel, CustomNeedsShape) {
 // A custom shape is a GPT (GeLU FFN) unless told it is gated: Llama's
 // SwiGLU has three FFN matrices, so its parameters and FLOPs differ.
 TEST(ResolveModel, GatedFfnFromFlags) {
-  ShapeFlags f;
-  f.layers = 32;
-  f.hidden = 4096;
-  f.heads = 32;
-  f.seq_len = 4096;
+  ShapeFlags f = CustomShape(32, 4096, 32, 4096);
   f.ffn_hidden = 11008;
   f.vocab = 32000;
   auto gelu = ResolveModel("custom", f);
@@ -106,12 +112,7 @@ TEST(ResolveModel, GatedFfnFromFlags) {
 }
 
 TEST(ResolveModel, HeadsMustDivideHidden) {
-  ShapeFlags f;
-  f.layers = 2;
-  f.hidden = 1000;
-  f.heads = 16;
-  f.seq_len = 128;
-  auto m = ResolveModel("custom", f);
+  auto m = ResolveModel("custom", CustomShape(2, 1000, 16, 128));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(), "model 'custom': heads: hidden (1000) must be divisible by heads (16)");
 }

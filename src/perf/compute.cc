@@ -20,10 +20,10 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   if (!framework.native_kernels && a.attention_best > 0 && a.attention_fa2 > 0)
     legacy = std::min(1.0, a.attention_fa2 / a.attention_best);
   gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency * legacy, 0.01, 1.0);
+  // A framework without FP8 runs it in 16 bits (ValidatePlan refuses it).
   fp8_linear_ = fp8 && framework.fp8;
-  linear_peak_ = fp8 ? DensePeakTflops(gpu, Precision::kFp8) * 1e12 : peak_;
+  linear_peak_ = fp8_linear_ ? DensePeakTflops(gpu, Precision::kFp8) * 1e12 : peak_;
   linear_eff_ = fp8_linear_ ? std::clamp(gemm_eff_ * a.fp8_gemm_ratio, 0.01, 1.0) : gemm_eff_;
-  if (fp8 && !fp8_linear_) linear_peak_ = peak_;  // a framework without FP8 runs 16-bit (ValidatePlan refuses it)
   double attn = framework.attention == AttentionKernel::kBest ? a.attention_best : a.attention_fa2;
   attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;

@@ -48,7 +48,8 @@ class ComputeModel {
   // Seconds for memory-bound kernels moving `bytes` in `kernels` launches.
   double Elementwise(double bytes, double kernels = 1) const;
 
-  // The requested precision's dense peak (FP8's for FP8 runs): MFU's base.
+  // MFU's base: the requested precision's dense peak (FP8's where the
+  // linear layers run in FP8).
   double PeakFlops() const { return linear_peak_; }
   double elem_bytes() const { return elem_bytes_; }
   double MemoryBandwidth() const { return mem_bw_; }

@@ -338,6 +338,12 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
   return stages;
 }
 
+// The framework a request names, else the one its plan implies.
+const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams& params) {
+  const ParallelPlan& p = req.plan;
+  return req.framework ? *req.framework : DefaultFrameworkFor(params, p.tp, p.pp, p.zero, p.virtual_stages);
+}
+
 }  // namespace
 
 bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const FrameworkProfile& framework) {
@@ -376,6 +382,9 @@ Status ValidatePlan(const EstimateRequest& req) {
     return bad("num_micro_batches " + std::to_string(p.num_micro_batches) +
                " != global batch / (d * micro batch) = " + std::to_string(per_replica / p.micro_batch));
   }
+  // The framework named, else the one the plan implies (its mechanisms are
+  // not fitted, so the embedded profiles stand for any parameters).
+  const FrameworkProfile& fw = FrameworkOf(req, DefaultPerfParams());
   int layers = m.NumLayers();
   if (p.pp > layers) {
     return bad("--pp " + std::to_string(p.pp) + ": more stages than the model's " +
@@ -385,15 +394,11 @@ Status ValidatePlan(const EstimateRequest& req) {
   if (p.virtual_stages > 1) {
     if (p.pp < 2) return bad("--virtual-stages > 1 needs --pp >= 2");
     const int chunks = p.pp * p.virtual_stages;
-    // The framework named, else the one the plan implies (its mechanisms
-    // are not fitted, so the embedded profiles stand for any parameters).
-    const FrameworkProfile& fw =
-        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero, p.virtual_stages);
     if (chunks > layers) {
       return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": p*v = " + std::to_string(chunks) +
                  " virtual stages but the model has " + std::to_string(layers) + " layers");
     }
-    if (layers % chunks != 0 && !fw.uneven_pipeline_stages) {
+    if (!fw.SplitsLayers(layers, p.pp, p.virtual_stages)) {
       return bad("--virtual-stages " + std::to_string(p.virtual_stages) + ": layers (" +
                  std::to_string(layers) + ") must be divisible by p*v = " + std::to_string(chunks) + " under " +
                  fw.name + " (--framework megatron places layers unevenly)");
@@ -431,12 +436,9 @@ Status ValidatePlan(const EstimateRequest& req) {
   } else if (p.ep != 1) {
     return bad("--ep: expert parallelism needs an MoE model");
   }
-  if (p.precision == Precision::kFp8) {
-    const FrameworkProfile& fw =
-        req.framework ? *req.framework : DefaultFrameworkFor(DefaultPerfParams(), p.tp, p.pp, p.zero, p.virtual_stages);
-    if (!fw.fp8)
-      return bad("--precision fp8: framework " + fw.name +
-                 " trains in 16 bits only; use --framework megatron (Transformer Engine) or fsdp (float8)");
+  if (p.precision == Precision::kFp8 && !fw.fp8) {
+    return bad("--precision fp8: framework " + fw.name +
+               " trains in 16 bits only; use --framework megatron (Transformer Engine) or fsdp (float8)");
   }
   if (req.topology.gpu->PeakTflops(p.precision) <= 0) {
     return bad(std::string("--precision ") + PrecisionName(p.precision) + ": not supported by " +
@@ -455,7 +457,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
   const Topology& topo = req.topology;
-  const FrameworkProfile& fw = req.framework ? *req.framework : DefaultFrameworkFor(params_, p.tp, p.pp, p.zero, p.virtual_stages);
+  const FrameworkProfile& fw = FrameworkOf(req, params_);
   ComputeModel cm(*topo.gpu, p.precision, params_, fw);
   CollectiveModel coll(topo, params_);
   ActivationOptions act;

@@ -23,11 +23,11 @@ const FrameworkProfile& DefaultFrameworkFor(const PerfParams& params, int tp, in
     auto f = params.FindFramework(name);
     return f.ok() ? **f : params.frameworks.front();
   };
-  // Megatron shards at most the optimizer, so deeper sharding names the
-  // framework: ZeRO-3 is PyTorch FSDP (composed with tensor and pipeline
-  // parallelism as torchtitan does), ZeRO-2 without pipelining FSDP's
-  // SHARD_GRAD_OP (DeepSpeed's ZeRO-2 beside Megatron's tensor parallelism);
-  // ZeRO-1/2 with pipelining is Megatron-DeepSpeed.
+  // ZeRO-3 is PyTorch FSDP (composed with tensor and pipeline parallelism as
+  // torchtitan does; Megatron-Core's own FSDP must be named), ZeRO-2 without
+  // pipelining FSDP's SHARD_GRAD_OP (DeepSpeed's ZeRO-2 beside Megatron's
+  // tensor parallelism); ZeRO-1/2 with a pipeline DeepSpeed cannot
+  // interleave is Megatron-DeepSpeed.
   if (zero == 3) return named("fsdp");
   if (zero == 2 && pp == 1) return named(tp == 1 ? "fsdp" : "deepspeed");
   if ((zero == 1 || zero == 2) && pp > 1 && virtual_stages <= 1) return named("deepspeed");

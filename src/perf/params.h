@@ -146,6 +146,12 @@ struct FrameworkProfile {
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
   double kernel_efficiency = 1.0;
+
+  // Whether its pipeline schedule can put `layers` layers on p*v virtual
+  // stages (evenly, or unevenly where uneven_pipeline_stages).
+  bool SplitsLayers(int layers, int pp, int virtual_stages) const {
+    return layers % (pp * virtual_stages) == 0 || uneven_pipeline_stages;
+  }
 };
 
 // One class of link as collectives see it.

@@ -129,14 +129,11 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
         if (req.micro_batch == 0 && req.num_micro_batches > 0 && M != req.num_micro_batches) continue;
         std::vector<int> vs = {1};
         if (p > 1 && M % p == 0) {
-          for (int v = 2; v <= layers / p && v <= 8; ++v)
-            if (layers % (p * v) == 0) vs.push_back(v);
+          std::vector<int> uneven;  // for frameworks that place layers unevenly
+          for (int v = 2; v <= layers / p && v <= 8; ++v) (layers % (p * v) == 0 ? vs : uneven).push_back(v);
           if (grid && vs.size() > 2) vs.resize(2);
-          // Uneven splits (frameworks that place layers unevenly) in the
-          // full search; a grid keeps the even ones.
-          if (!grid)
-            for (int v = 2; v <= layers / p && v <= 8; ++v)
-              if (layers % (p * v) != 0) vs.push_back(v);
+          // Uneven splits in the full search only; a grid keeps the even ones.
+          if (!grid) vs.insert(vs.end(), uneven.begin(), uneven.end());
         }
         if (req.virtual_stages > 0) {
           // A stated v is taken beyond the search's cap of 8 (NeMo's
@@ -157,7 +154,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               if (z > fw.max_zero) continue;
               if (v > 1 && !fw.interleaved_pipeline) continue;
               if (req.precision == Precision::kFp8 && !fw.fp8) continue;
-              if (v > 1 && layers % (p * v) != 0 && !fw.uneven_pipeline_stages) continue;
+              if (v > 1 && !fw.SplitsLayers(layers, p, v)) continue;
               for (int ep : eps) {
                 ParallelPlan plan;
                 plan.dp = d;
