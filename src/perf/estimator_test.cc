@@ -410,5 +410,22 @@ TEST(Estimator, HiddenCommunicationSlowsTheComputeBesideIt) {
   EXPECT_EQ(alone.Run(none).iteration_time_s, alone.Run(some).iteration_time_s);
 }
 
+// Parameters written by `tessel calibrate --out` and read back with --params
+// estimate exactly as the embedded ones: every framework mechanism survives
+// the JSON round trip (Alpa's global BatchNorm and all-reduce under
+// gradient accumulation once did not).
+TEST(Estimator, ParamsJsonRoundTripEstimatesAlike) {
+  auto back = PerfParamsFromJson(PerfParamsToJson(DefaultPerfParams()), "p.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  Req wrn = Req("wide_resnet__1B", "a40", 8, 256).Plan(4, 1, 2, 4).Rc(Recompute::kFull);
+  Req gpt = Req("gpt3-175b", "h100-sxm", 64, 64).Plan(2, 8, 4, 1).Zero(1).Rc(Recompute::kFull);
+  for (const char* fw : {"megatron", "megatron-legacy", "fsdp", "deepspeed", "alpa"}) {
+    for (const Req* r : {&wrn, &gpt}) {
+      Req a = Req(*r).Fw(fw), b = Req(*r).Fw(fw, *back);
+      EXPECT_DOUBLE_EQ(a.Run().iteration_time_s, b.Run(*back).iteration_time_s) << fw;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessel

@@ -320,6 +320,8 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"uneven_pipeline_stages", f.uneven_pipeline_stages},
                                {"fp8", f.fp8},
                                {"p2p_scatter_gather", f.p2p_scatter_gather},
+                               {"zero_allreduce_with_accumulation", f.zero_allreduce_with_accumulation},
+                               {"global_batch_norm", f.global_batch_norm},
                                {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
                                {"zero3_max_live_params", f.zero3_max_live_params},
                                {"fragmentation", f.fragmentation},
@@ -459,6 +461,9 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
         fp.fp8 = f.value("fp8", fp.fp8);
         fp.p2p_scatter_gather = f.value("p2p_scatter_gather", fp.p2p_scatter_gather);
+        fp.zero_allreduce_with_accumulation =
+            f.value("zero_allreduce_with_accumulation", fp.zero_allreduce_with_accumulation);
+        fp.global_batch_norm = f.value("global_batch_norm", fp.global_batch_norm);
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
