@@ -310,9 +310,16 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
     lc.recompute_s = lc.fwd_s;
     lc.hw_flops += flops;
   }
-  if (p.tp > 1) {  // channel-parallel: gather the block output, scatter its gradient
-    lc.tp_fwd_s = c.coll.Time(Collective::kAllGather, out_bytes, TpGroup(c));
-    lc.tp_bwd_s = c.coll.Time(Collective::kReduceScatter, out_bytes, TpGroup(c));
+  if (p.tp > 1) {
+    // Channel-parallel (each GPU computes 1/t of every conv's output
+    // channels): every conv needs its whole input, so each gathers its
+    // input's channels forward and reduce-scatters the input's gradient
+    // backward (the partial sums over its output-channel shard).
+    for (const ConvOp& op : b.convs) {
+      double in_bytes = mb * op.out_hw * op.cin * e;  // the input at the output's resolution
+      lc.tp_fwd_s += c.coll.Time(Collective::kAllGather, in_bytes, TpGroup(c));
+      lc.tp_bwd_s += c.coll.Time(Collective::kReduceScatter, in_bytes, TpGroup(c));
+    }
   }
   return lc;
 }
@@ -555,8 +562,17 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double grad_bytes = params * sb.gradients;
     double weight_bytes = params * sb.weights;
     if (p.zero == 3) {
-      double ag = coll.Time(Collective::kAllGather, weight_bytes, g);
-      double rs = coll.Time(Collective::kReduceScatter, grad_bytes, g);
+      // One collective per gathered unit. Where the framework gathers each
+      // weight matrix by itself (zero3_collectives_per_layer > 1: DeepSpeed)
+      // each pays the ring's latency; a flat per-layer buffer (FSDP) is
+      // priced as the stage's weights at once, its per-layer latency hidden
+      // by prefetching.
+      double units = m.kind == ModelKind::kTransformer && fw.zero3_collectives_per_layer > 1
+                         ? std::max(1.0, static_cast<double>(m.NumLayers()) / p.pp) *
+                               fw.zero3_collectives_per_layer
+                         : 1.0;
+      double ag = units * coll.Time(Collective::kAllGather, weight_bytes / units, g);
+      double rs = units * coll.Time(Collective::kReduceScatter, grad_bytes / units, g);
       double total = M * (2 * ag + rs);
       // Gathers prefetched `zero3_prefetch` layers ahead hide behind the
       // compute of the layers before them; none hide without prefetch.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "model/catalog.h"
+#include "perf/collective.h"
 
 namespace tessel {
 namespace {
@@ -368,6 +369,45 @@ TEST(Estimator, Fp8SpeedsUpTheLinearLayers) {
 // Megatron splits a pipeline send across the tensor-parallel ranks
 // (scatter/gather); DeepSpeed's pipeline engine sends the whole activation
 // from every rank, t times the bytes.
+// Channel-parallel convolutions: each GPU computes 1/t of every conv's
+// output channels, so every conv gathers its whole input forward and
+// reduce-scatters its input's gradient backward: per micro-batch, one
+// all-gather and one reduce-scatter of each conv's input (not one per block).
+TEST(Estimator, ChannelParallelConvsGatherEveryInput) {
+  Req r = Req("wide_resnet__1B", "v100-32g", 8, 256).Plan(4, 2, 1, 8);
+  Estimate e = r.Run();
+  const EstimateRequest& q = r.get();
+  CollectiveModel coll(q.topology, DefaultPerfParams());
+  GroupShape tp{2, 2, 4};  // pairs inside one 8-GPU node, four at once
+  double per_micro_batch = 0;
+  for (const CnnBlock& b : q.model->cnn.blocks)
+    for (const ConvOp& op : b.convs) {
+      double in = 8.0 * op.out_hw * op.cin * 4;  // micro-batch 8, fp32
+      per_micro_batch += coll.Time(Collective::kAllGather, in, tp) + coll.Time(Collective::kReduceScatter, in, tp);
+    }
+  EXPECT_NEAR(e.breakdown.tp_comm_s, e.plan.num_micro_batches * per_micro_batch, 1e-9 * per_micro_batch);
+}
+
+// DeepSpeed's ZeRO-3 gathers each partitioned weight matrix by itself, each
+// collective paying the ring's latency across the whole data-parallel
+// group; FSDP's per-layer flat buffer is priced as one. The extra is pure
+// latency, so it doubles when the group does (1,535 ring steps vs 767).
+TEST(Frameworks, DeepSpeedZero3GathersEachWeightMatrix) {
+  PerfParams flat = DefaultPerfParams();
+  for (auto& f : flat.frameworks)
+    if (f.name == "deepspeed") f.zero3_collectives_per_layer = 1;
+  double extra[2];
+  int i = 0;
+  for (int d : {768, 1536}) {
+    Req r = Req("gpt3-175b", "a100-80g", d, 1536).Plan(d, 1, 1, 1536 / d).Zero(3).Rc(Recompute::kFull);
+    double per_matrix = Req(r).Fw("deepspeed").Run().breakdown.dp_comm_s;
+    double per_layer = Req(r).Fw("deepspeed", flat).Run(flat).breakdown.dp_comm_s;
+    EXPECT_GT(per_matrix, per_layer);
+    extra[i++] = per_matrix - per_layer;
+  }
+  EXPECT_NEAR(extra[1] / extra[0], 1535.0 / 767.0, 0.01);
+}
+
 TEST(Frameworks, DeepSpeedSendsWholeActivations) {
   Req r = Req("gpt3-175b", "a100-80g", 512, 512).Plan(8, 8, 8, 1).Zero(1).Rc(Recompute::kFull);
   Estimate mg = Req(r).Fw("megatron-legacy").Run(), ds = Req(r).Fw("deepspeed").Run();

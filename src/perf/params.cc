@@ -183,6 +183,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   d.dp_overlap = false;
   d.interleaved_pipeline = false;
   d.zero3_max_live_params = 1e9;
+  d.zero3_collectives_per_layer = 4;  // QKV, projection, FC1, FC2 (DeepSpeed stage3 partition_parameters)
   d.layer_overhead_us = 20;
   v.push_back(d);
 
@@ -221,6 +222,11 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // combine einsums; the Arena artifact's MoE configurations use expert
   // groups of 2,048 tokens (crius_worker/jax/configs).
   a.moe_dense_dispatch_group = 2048;
+  // Alpa's stage construction profiles each stage on each logical mesh
+  // with the gradient sync in every micro-batch (stage_profiling:
+  // profile_with_dummy_inputs(skip_grad_sync=False)); so it prefers
+  // operator parallelism over data parallelism on fast links.
+  a.search_prices_grad_sync_per_micro_batch = true;
   a.kernel_efficiency = 0.6;  // prior; calibrated below
   v.push_back(a);
   return v;
@@ -253,13 +259,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6372);
+  UnfittedArch(p, "pascal", 0.6418);
   FittedArch(p, "volta", 0.7728);
-  UnfittedArch(p, "turing", 0.5997);
-  FittedArch(p, "ampere", 0.6747);
-  UnfittedArch(p, "ada", 0.7122);
+  UnfittedArch(p, "turing", 0.604);
+  FittedArch(p, "ampere", 0.6795);
+  UnfittedArch(p, "ada", 0.7173);
   FittedArch(p, "hopper", 0.591);
-  FittedFramework(p, "alpa", 0.7682);
+  FittedFramework(p, "alpa", 0.8362);
   // END GENERATED
   return p;
 }
@@ -312,9 +318,11 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"chunked_loss", f.chunked_loss},
                                {"op_level_selective", f.op_level_selective},
                                {"zero3_prefetch", f.zero3_prefetch},
+                               {"zero3_collectives_per_layer", f.zero3_collectives_per_layer},
                                {"dp_overlap", f.dp_overlap},
                                {"tp_comm_overlap", f.tp_comm_overlap},
                                {"native_kernels", f.native_kernels},
+                               {"search_prices_grad_sync_per_micro_batch", f.search_prices_grad_sync_per_micro_batch},
                                {"max_zero", f.max_zero},
                                {"interleaved_pipeline", f.interleaved_pipeline},
                                {"uneven_pipeline_stages", f.uneven_pipeline_stages},
@@ -444,6 +452,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         // Integer fields: a JSON number that is not a whole number in
         // [0, 1e6] is refused here (2e87 converted to int is undefined).
         for (auto [key, out] : {std::pair<const char*, int*>{"zero3_prefetch", &fp.zero3_prefetch},
+                                {"zero3_collectives_per_layer", &fp.zero3_collectives_per_layer},
                                 {"max_zero", &fp.max_zero},
                                 {"moe_dense_dispatch_group", &fp.moe_dense_dispatch_group}}) {
           auto it = f.find(key);
@@ -457,6 +466,8 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         fp.dp_overlap = f.value("dp_overlap", fp.dp_overlap);
         fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
         fp.native_kernels = f.value("native_kernels", fp.native_kernels);
+        fp.search_prices_grad_sync_per_micro_batch =
+            f.value("search_prices_grad_sync_per_micro_batch", fp.search_prices_grad_sync_per_micro_batch);
         fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
         fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
         fp.fp8 = f.value("fp8", fp.fp8);
@@ -521,11 +532,12 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     if (!in(f.launch_us, 0, 1e6) || !in(f.layer_overhead_us, 0, 1e6) || !(f.kernel_efficiency > 0 && f.kernel_efficiency <= 2) ||
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
-        f.moe_dense_dispatch_group < 0) {
+        f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
-                             "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0");
+                             "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0, "
+                             "zero3_collectives_per_layer in [1, 1000]");
     }
   }
   return p;

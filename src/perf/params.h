@@ -80,6 +80,16 @@ struct FrameworkProfile {
   // --tp-comm-overlap): PerfParams::tp_overlap_fraction of it hidden, at
   // most the GEMMs' time.
   bool tp_comm_overlap = false;
+  // ZeRO-3: collectives per transformer layer and pass that gather its
+  // weights (and reduce-scatter their gradients). FSDP and Megatron FSDP
+  // flatten a layer into one buffer (1: priced as the stage's weights in
+  // one collective, the per-layer latency hidden by prefetching);
+  // DeepSpeed's stage 3 gathers each
+  // partitioned parameter by itself and keeps those under
+  // stage3_param_persistence_threshold (1e5 elements: biases, norms)
+  // whole, so a GPT layer's four weight matrices are four collectives, each
+  // paying the ring's latency over the whole data-parallel group.
+  int zero3_collectives_per_layer = 1;
   // ZeRO-3: parameters gathered at once are capped at this many (DeepSpeed's
   // stage3_max_live_parameters, 1e9 by default); 0 = the current layer and
   // the prefetched ones (FSDP).
@@ -142,6 +152,15 @@ struct FrameworkProfile {
   // layer, norms and communication stay in 16 bits. Frameworks without it
   // refuse --precision fp8.
   bool fp8 = true;
+  // The framework chooses the plan itself, by its own search, and that
+  // search prices the data-parallel gradient synchronisation once per
+  // micro-batch while the run does it once per iteration (Alpa: stages are
+  // profiled with skip_grad_sync=False and compiled with
+  // grad_acc_num_micro_batches=None, alpa/pipeline_parallel; the runtime
+  // skips the sync on all but the last micro-batch). The planner then
+  // predicts the plan that search picks, not the fastest: it ranks plans by
+  // iteration time + (M - 1) x the data-parallel communication.
+  bool search_prices_grad_sync_per_micro_batch = false;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].

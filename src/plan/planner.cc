@@ -29,9 +29,24 @@ std::vector<int> Divisors(int n) {
   return low;
 }
 
-// Higher throughput first; then fewer pipeline stages, smaller t, larger
-// micro-batch, less recompute, less sharding: a total, deterministic order.
-bool Better(const Estimate& a, const Estimate& b) {
+// A plan as the search ranks it: by the time the framework's own search
+// would see (the iteration time, unless the framework picks its plan itself
+// and prices the gradient sync per micro-batch), then fewer pipeline
+// stages, smaller t, larger micro-batch, less recompute, less sharding: a
+// total, deterministic order.
+struct Candidate {
+  Estimate estimate;
+  double ranked_s = 0;
+};
+
+double RankedSeconds(const Estimate& e, const FrameworkProfile& fw) {
+  if (!fw.search_prices_grad_sync_per_micro_batch) return e.iteration_time_s;
+  return e.iteration_time_s + (e.plan.num_micro_batches - 1) * e.breakdown.dp_comm_s;
+}
+
+bool Better(const Candidate& ca, const Candidate& cb) {
+  if (ca.ranked_s != cb.ranked_s) return ca.ranked_s < cb.ranked_s;
+  const Estimate &a = ca.estimate, &b = cb.estimate;
   if (a.samples_per_s != b.samples_per_s) return a.samples_per_s > b.samples_per_s;
   const ParallelPlan &x = a.plan, &y = b.plan;
   if (x.pp != y.pp) return x.pp < y.pp;
@@ -86,7 +101,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   const int layers = m.NumLayers();
 
   PlanResult result;
-  std::vector<Estimate> fitting;
+  std::vector<Candidate> fitting;
   double least_memory = 1e300;
   std::optional<EstimateRequest> leanest;  // the failing plan needing least memory
   EstimateRequest er;
@@ -173,7 +188,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.explain = false;
                 Estimate e = estimator.RunUnchecked(er);
                 if (e.fits) {
-                  fitting.push_back(std::move(e));
+                  double ranked = RankedSeconds(e, fw);
+                  fitting.push_back({std::move(e), ranked});
                 } else if (e.memory_gib_per_gpu < least_memory) {
                   least_memory = e.memory_gib_per_gpu;
                   leanest = er;
@@ -189,18 +205,18 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   std::sort(fitting.begin(), fitting.end(), Better);
   if (grid) {
     // Pareto set over (throughput up, memory down), best throughput first.
-    std::vector<Estimate> pareto;
+    std::vector<Candidate> pareto;
     double min_mem = 1e300;
-    for (auto& e : fitting) {
-      if (e.memory_gib_per_gpu < min_mem - 1e-9) {
-        min_mem = e.memory_gib_per_gpu;
-        pareto.push_back(e);
+    for (auto& c : fitting) {
+      if (c.estimate.memory_gib_per_gpu < min_mem - 1e-9) {
+        min_mem = c.estimate.memory_gib_per_gpu;
+        pareto.push_back(std::move(c));
       }
     }
     fitting = std::move(pareto);
   }
   if (static_cast<int>(fitting.size()) > req.top_k) fitting.resize(req.top_k);
-  result.plans = std::move(fitting);
+  for (auto& c : fitting) result.plans.push_back(std::move(c.estimate));
   if (result.plans.empty()) {
     if (result.candidates_evaluated == 0 || !leanest) {
       result.reason = "no valid plan: no (t, p, d) divides the GPU count, heads and global batch";

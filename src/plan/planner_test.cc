@@ -155,5 +155,37 @@ TEST(Planner, BatchNearIntMaxDoesNotOverflow) {
   }
 }
 
+// A framework that chooses its plan itself by a search that prices the
+// gradient sync once per micro-batch (Alpa) is predicted to pick the plan
+// that search ranks first, not the fastest: on 8 H100s with 16
+// micro-batches, plans that synchronise less gradient win. The plan
+// returned is the one with the least iteration time + (M - 1) x its
+// data-parallel communication among all plans the search returns.
+TEST(Planner, FrameworkOwnSearchPricesGradSyncPerMicroBatch) {
+  const ModelSpec& m = **FindModel("bert__1.3B");
+  PerfParams fastest = DefaultPerfParams();
+  for (auto& f : fastest.frameworks)
+    if (f.name == "alpa") f.search_prices_grad_sync_per_micro_batch = false;
+  Estimator own_est, fastest_est(fastest);
+  PlanRequest own = Make(m, "h100-sxm", 8, 128);
+  own.num_micro_batches = 16;
+  own.recompute = Recompute::kFull;
+  own.top_k = 1000;
+  own.framework = *DefaultPerfParams().FindFramework("alpa");
+  PlanRequest fast = own;
+  fast.framework = *fastest.FindFramework("alpa");
+  auto a = SearchPlans(own_est, own);
+  auto b = SearchPlans(fastest_est, fast);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_FALSE(a->plans.empty());
+  auto ranked = [](const Estimate& e) {
+    return e.iteration_time_s + (e.plan.num_micro_batches - 1) * e.breakdown.dp_comm_s;
+  };
+  for (const Estimate& e : a->plans) EXPECT_LE(ranked(a->plans.front()), ranked(e)) << e.plan.ToString();
+  // The fastest plan synchronises gradients; Alpa's pick synchronises less.
+  EXPECT_GT(b->plans.front().breakdown.dp_comm_s, a->plans.front().breakdown.dp_comm_s);
+  EXPECT_GE(a->plans.front().iteration_time_s, b->plans.front().iteration_time_s);
+}
+
 }  // namespace
 }  // namespace tessel
