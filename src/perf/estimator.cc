@@ -134,9 +134,11 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
       // GShard's dispatch and combine as dense einsums over one-hot masks
       // [G, S, E, C] (Lepikhin et al. 2020): per group of S tokens,
       // E*C x S @ S x h and S x E*C @ E*C x h, capacity C = top_k * S / E.
+      // Each GPU dispatches its own groups to all E experts' slots (the
+      // einsum runs before the all-to-all hands the experts their slots).
       double group = std::min<double>(c.fw.moe_dense_dispatch_group, tokens);
       double capacity = s.top_k * group / s.experts;
-      double slots = experts_local * capacity;
+      double slots = s.experts * capacity;
       double groups = tokens / group;
       ffn += c.cm.Gemm(slots, h / t, group, groups) + c.cm.Gemm(group, h / t, slots, groups);
     }

@@ -291,6 +291,18 @@ TEST(Frameworks, GShardDenseDispatchCostsMoeTime) {
   double plain = Req(base).Fw("alpa", sparse).Run(sparse).breakdown.compute_s;
   EXPECT_GT(dense, 1.05 * plain);
   EXPECT_LT(dense, 1.6 * plain);
+  // Each GPU dispatches its own tokens to all experts' slots before the
+  // all-to-all, so expert parallelism does not shrink the dispatch work.
+  Req wide = Req("moe__690M", "a100-40g", 4, 64).Plan(4, 1, 1, 16).Prec(Precision::kFp16);
+  for (int ep : {1, 4}) {
+    EstimateRequest q = wide.get();
+    q.framework = *DefaultPerfParams().FindFramework("alpa");
+    q.plan.ep = ep;
+    double d = Estimator().Run(q)->breakdown.compute_s;
+    q.framework = *sparse.FindFramework("alpa");
+    double p = Estimator(sparse).Run(q)->breakdown.compute_s;
+    EXPECT_GT(d - p, 0.9 * (dense - plain)) << "ep " << ep;
+  }
 }
 
 // Alpa with gradient accumulation all-reduces the gradients where it would

@@ -265,7 +265,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6795);
   UnfittedArch(p, "ada", 0.7173);
   FittedArch(p, "hopper", 0.591);
-  FittedFramework(p, "alpa", 0.8362);
+  FittedFramework(p, "alpa", 0.8558);
   // END GENERATED
   return p;
 }
