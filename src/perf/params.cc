@@ -222,10 +222,9 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // combine einsums; the Arena artifact's MoE configurations use expert
   // groups of 2,048 tokens (crius_worker/jax/configs).
   a.moe_dense_dispatch_group = 2048;
-  // Alpa's stage construction profiles each stage on each logical mesh
-  // with the gradient sync in every micro-batch (stage_profiling:
-  // profile_with_dummy_inputs(skip_grad_sync=False)); so it prefers
-  // operator parallelism over data parallelism on fast links.
+  // Alpa's intra-operator ILP (and its stage profiler) price the gradient
+  // sync in every micro-batch (params.h): it leans to operator parallelism
+  // over data parallelism on fast links.
   a.search_prices_grad_sync_per_micro_batch = true;
   a.kernel_efficiency = 0.6;  // prior; calibrated below
   v.push_back(a);

@@ -154,12 +154,16 @@ struct FrameworkProfile {
   bool fp8 = true;
   // The framework chooses the plan itself, by its own search, and that
   // search prices the data-parallel gradient synchronisation once per
-  // micro-batch while the run does it once per iteration (Alpa: stages are
-  // profiled with skip_grad_sync=False and compiled with
-  // grad_acc_num_micro_batches=None, alpa/pipeline_parallel; the runtime
-  // skips the sync on all but the last micro-batch). The planner then
-  // predicts the plan that search picks, not the fastest: it ranks plans by
-  // iteration time + (M - 1) x the data-parallel communication.
+  // micro-batch while the run does it once per iteration. Alpa under
+  // pipeshard solves its intra-operator ILP with grad_acc_num_micro_batches
+  // unset (alpa/pipeline_parallel/compile_executable.py), so the ILP weighs
+  // a stage's gradient all-reduce as if every micro-batch paid it, and its
+  // stage profiler times stages with the sync included (skip_grad_sync=
+  // False); the runtime skips it on all but the last micro-batch. The
+  // planner then predicts the plan such a search picks, not the fastest: it
+  // ranks plans by iteration time + (M - 1) x the data-parallel
+  // communication (an approximation: Alpa's HLO cost model, when used for
+  // stage construction, amortizes the all-reduce; its ILP does not).
   bool search_prices_grad_sync_per_micro_batch = false;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
