@@ -34,10 +34,12 @@ TEST(Reference, LoadsEverySource) {
     if (c.id == "prof_database_h100_l20.json:bert_760M_256@1_l20_1_n_8_d") {
       EXPECT_NEAR(c.measured_iteration_s, 19.389 / 5, 1e-9);
     }
-    // The Arena profiler's fixed settings: 16 micro-batches, per-layer remat.
+    // The Arena profiler's fixed settings: 16 micro-batches, per-layer
+    // remat, transformers applied with deterministic=True (no dropout).
     if (c.framework == "alpa") {
       EXPECT_EQ(c.num_micro_batches, std::min(16, c.global_batch)) << c.id;
       EXPECT_EQ(c.recompute, Recompute::kFull) << c.id;
+      if (c.model.kind == ModelKind::kTransformer) EXPECT_FALSE(c.model.tf.dropout) << c.id;
     }
   }
 }

@@ -340,6 +340,9 @@ Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, Ref
     // weights: the ZeRO stage is left to the planner.
     c.num_micro_batches = std::min(kArenaMicroBatches, e.batch);
     c.recompute = Recompute::kFull;
+    // The GPT and MoE workers apply the model with deterministic=True
+    // (crius_worker/jax/trainer/gpt_trainer.py, moe_trainer.py): no dropout.
+    if (c.model.kind == ModelKind::kTransformer) c.model.tf.dropout = false;
     c.measured_iteration_s = e.seconds;
     out->cases.push_back(std::move(c));
   }

@@ -264,7 +264,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6795);
   UnfittedArch(p, "ada", 0.7173);
   FittedArch(p, "hopper", 0.591);
-  FittedFramework(p, "alpa", 0.8558);
+  FittedFramework(p, "alpa", 0.7739);
   // END GENERATED
   return p;
 }
