@@ -335,9 +335,10 @@ Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, Ref
     // PipeshardParallel with 16 micro-batches, coarse-grained (per-layer,
     // i.e. full) rematerialisation, and prefer_reduce_scatter (gradients
     // reduce-scattered and the updated weights all-gathered, sharding the
-    // optimizer state). Alpa's search chose the mesh split (data, operator,
-    // pipeline degrees) and, under its memory budget, how far to shard
-    // weights: the ZeRO stage is left to the planner.
+    // optimizer state: the alpa framework's min_zero_data_parallel). Alpa's
+    // search chose the mesh split (data, operator, pipeline degrees) and,
+    // under its memory budget, how far to shard weights: the rest of the
+    // ZeRO stage is left to the planner.
     c.num_micro_batches = std::min(kArenaMicroBatches, e.batch);
     c.recompute = Recompute::kFull;
     // The GPT and MoE workers apply the model with deterministic=True

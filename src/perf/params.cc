@@ -226,6 +226,8 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // sync in every micro-batch (params.h): it leans to operator parallelism
   // over data parallelism on fast links.
   a.search_prices_grad_sync_per_micro_batch = true;
+  // crius_worker/jax/trainer: AutoShardingOption(prefer_reduce_scatter=True).
+  a.min_zero_data_parallel = 1;
   a.kernel_efficiency = 0.6;  // prior; calibrated below
   v.push_back(a);
   return v;
@@ -264,7 +266,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6795);
   UnfittedArch(p, "ada", 0.7173);
   FittedArch(p, "hopper", 0.591);
-  FittedFramework(p, "alpa", 0.7739);
+  FittedFramework(p, "alpa", 0.7852);
   // END GENERATED
   return p;
 }
@@ -323,6 +325,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                                {"native_kernels", f.native_kernels},
                                {"search_prices_grad_sync_per_micro_batch", f.search_prices_grad_sync_per_micro_batch},
                                {"max_zero", f.max_zero},
+                               {"min_zero_data_parallel", f.min_zero_data_parallel},
                                {"interleaved_pipeline", f.interleaved_pipeline},
                                {"uneven_pipeline_stages", f.uneven_pipeline_stages},
                                {"fp8", f.fp8},
@@ -453,6 +456,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         for (auto [key, out] : {std::pair<const char*, int*>{"zero3_prefetch", &fp.zero3_prefetch},
                                 {"zero3_collectives_per_layer", &fp.zero3_collectives_per_layer},
                                 {"max_zero", &fp.max_zero},
+                                {"min_zero_data_parallel", &fp.min_zero_data_parallel},
                                 {"moe_dense_dispatch_group", &fp.moe_dense_dispatch_group}}) {
           auto it = f.find(key);
           if (it == f.end()) continue;
@@ -531,12 +535,13 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
     if (!in(f.launch_us, 0, 1e6) || !in(f.layer_overhead_us, 0, 1e6) || !(f.kernel_efficiency > 0 && f.kernel_efficiency <= 2) ||
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
-        f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000) {
+        f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000 ||
+        f.min_zero_data_parallel < 0 || f.min_zero_data_parallel > f.max_zero) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
                              "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0, "
-                             "zero3_collectives_per_layer in [1, 1000]");
+                             "zero3_collectives_per_layer in [1, 1000], min_zero_data_parallel in [0, max_zero]");
     }
   }
   return p;

@@ -105,6 +105,12 @@ struct FrameworkProfile {
   // The deepest ZeRO stage the framework implements (Megatron: 1, the
   // distributed optimizer; FSDP and DeepSpeed: 3).
   int max_zero = 3;
+  // The lowest ZeRO stage its configuration runs with data parallelism
+  // (d > 1): the planner searches no lower (an explicit --zero is estimated
+  // as asked). The Arena workers set Alpa's prefer_reduce_scatter, so its
+  // gradients are reduce-scattered and each replica updates its shard of
+  // the optimizer state (ZeRO-1 or deeper) whenever it runs data parallel.
+  int min_zero_data_parallel = 0;
   // The pipeline schedule can interleave virtual stages (Megatron's
   // interleaved 1F1B, Narayanan et al. 2021). DeepSpeed's pipeline engine
   // and Alpa run one stage per device (1F1B / GPipe).

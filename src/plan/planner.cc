@@ -167,6 +167,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
               const FrameworkProfile& fw = FrameworkFor(t, p, z);
               if (rc == Recompute::kSelective && recomputes.size() > 1 && selective_is_noop(fw)) continue;
               if (z > fw.max_zero) continue;
+              if (req.zero < 0 && d > 1 && z < fw.min_zero_data_parallel) continue;
               if (v > 1 && !fw.interleaved_pipeline) continue;
               if (req.precision == Precision::kFp8 && !fw.fp8) continue;
               if (v > 1 && !fw.SplitsLayers(layers, p, v)) continue;

@@ -187,5 +187,32 @@ TEST(Planner, FrameworkOwnSearchPricesGradSyncPerMicroBatch) {
   EXPECT_GE(a->plans.front().iteration_time_s, b->plans.front().iteration_time_s);
 }
 
+// The Arena workers' Alpa reduce-scatters gradients (prefer_reduce_scatter),
+// so every data-parallel plan it runs shards the optimizer: the search
+// offers no ZeRO-0 plan with d > 1, while a stated --zero 0 is still planned.
+TEST(Planner, SearchesNoShallowerZeroThanTheFrameworkRuns) {
+  const ModelSpec& m = **FindModel("bert__1.3B");
+  PlanRequest req = Make(m, "a100-40g", 8, 128);
+  req.framework = *DefaultPerfParams().FindFramework("alpa");
+  req.num_micro_batches = 16;
+  req.recompute = Recompute::kFull;
+  req.top_k = 1000;
+  auto res = SearchPlans(Estimator(), req);
+  ASSERT_TRUE(res.ok());
+  ASSERT_FALSE(res->plans.empty());
+  int data_parallel = 0;
+  for (const Estimate& e : res->plans) {
+    if (e.plan.dp > 1) ++data_parallel;
+    if (e.plan.dp > 1) EXPECT_GE(e.plan.zero, 1) << e.plan.ToString();
+  }
+  EXPECT_GT(data_parallel, 0);
+  req.zero = 0;
+  req.dp = 8;
+  auto stated = SearchPlans(Estimator(), req);
+  ASSERT_TRUE(stated.ok());
+  ASSERT_FALSE(stated->plans.empty());
+  EXPECT_EQ(stated->plans.front().plan.zero, 0);
+}
+
 }  // namespace
 }  // namespace tessel
