@@ -84,11 +84,11 @@ struct FrameworkProfile {
   // weights (and reduce-scatter their gradients). FSDP and Megatron FSDP
   // flatten a layer into one buffer (1: priced as the stage's weights in
   // one collective, the per-layer latency hidden by prefetching);
-  // DeepSpeed's stage 3 gathers each
-  // partitioned parameter by itself and keeps those under
-  // stage3_param_persistence_threshold (1e5 elements: biases, norms)
-  // whole, so a GPT layer's four weight matrices are four collectives, each
-  // paying the ring's latency over the whole data-parallel group.
+  // DeepSpeed's stage 3 gathers each partitioned parameter by itself and
+  // keeps those under stage3_param_persistence_threshold (1e5 elements:
+  // biases, norms) whole, so a GPT layer's four weight matrices are four
+  // collectives, each paying the ring's latency over the whole
+  // data-parallel group (4).
   int zero3_collectives_per_layer = 1;
   // ZeRO-3: parameters gathered at once are capped at this many (DeepSpeed's
   // stage3_max_live_parameters, 1e9 by default); 0 = the current layer and
