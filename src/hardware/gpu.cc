@@ -122,6 +122,19 @@ std::vector<GpuSpec> BuildCatalog() {
        "H100 SXM datasheet"});
   add({"h200", {"h200-sxm", "h200-141g"}, "NVIDIA H200 SXM 141GB", "hopper", 90, 140, 4800, 67,
        494.7, 989.5, 989.5, 1979, 5, LinkKind::kNvswitch, 4, 450, "H200 datasheet"});
+  // SM counts: GK210 13 SMX; GP100 (P100 PCIe) 56; GV100 (V100) 80; TU104
+  // (T4) 40; TU102 68 (2080 Ti) and 72 (Quadro RTX 6000); GA102 82 (RTX
+  // 3090), 72 (A10), 84 (A40); GA100 (A100) 108; AD104 (L4) 58; AD102 (L20)
+  // 92; GH100 114 (H100 PCIe) and 132 (H100/H200 SXM) — NVIDIA's
+  // architecture whitepapers and product briefs.
+  const std::pair<const char*, int> kSms[] = {
+      {"k80", 13},  {"p100", 56},      {"v100-16g", 80}, {"v100-32g", 80}, {"t4", 40},
+      {"rtx2080ti", 68}, {"rtx6000", 72}, {"rtx3090", 82}, {"a10", 72},     {"a40", 84},
+      {"a100-40g", 108}, {"a100-80g", 108}, {"l4", 58},   {"l20", 92},      {"h100-pcie", 114},
+      {"h100-sxm", 132}, {"h200", 132}};
+  for (GpuSpec& g : c)
+    for (const auto& [name, sms] : kSms)
+      if (g.name == name) g.sms = sms;
   return c;
 }
 

@@ -49,6 +49,9 @@ struct GpuSpec {
   int nvlink_gen = 0;
   double nvlink_gbs = 0;  // per GPU, per direction, GB/s; 0 without NVLink
   std::string source;
+  // Streaming multiprocessors (the whitepapers): a GEMM runs its output
+  // tiles in waves of one per SM, so a partly filled last wave idles SMs.
+  int sms = 0;
 
   // Peak dense TFLOP/s for `p`; tf32 on pre-Ampere falls back to fp32.
   // Returns 0 when the precision is unsupported (bf16 before Ampere, fp8

@@ -18,6 +18,8 @@ TEST(GpuCatalog, HasEveryRequiredName) {
     EXPECT_GT((*g)->fp16_tflops, 0) << n;
     EXPECT_FALSE((*g)->source.empty()) << n;
   }
+  // Every catalog GPU states its SM count (the GEMM model's waves).
+  for (const GpuSpec& g : GpuCatalog()) EXPECT_GT(g.sms, 0) << g.name;
 }
 
 TEST(GpuCatalog, DatasheetFigures) {
@@ -25,6 +27,8 @@ TEST(GpuCatalog, DatasheetFigures) {
   EXPECT_DOUBLE_EQ((*FindGpu("a100-80g"))->fp16_tflops, 312);
   EXPECT_DOUBLE_EQ((*FindGpu("v100-32g"))->fp16_tflops, 125);
   EXPECT_DOUBLE_EQ((*FindGpu("a100-80g"))->memory_bw_gbs, 2039);
+  EXPECT_EQ((*FindGpu("a100-80g"))->sms, 108);
+  EXPECT_EQ((*FindGpu("h100-sxm"))->sms, 132);
 }
 
 TEST(GpuCatalog, PrecisionSupport) {

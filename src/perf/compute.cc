@@ -1,6 +1,7 @@
 #include "perf/compute.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tessel {
 
@@ -30,12 +31,20 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   elem_bytes_ = ActivationBytes(precision);
   overhead_s_ = params.kernel_overhead_s;
   dim_half_ = params.gemm_dim_half;
+  tile_ = params.gemm_tile;
+  sms_ = gpu.sms;
 }
 
 double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
   double flops = 2.0 * m * n * k;
-  double t_compute = flops / (peak * eff * U(m) * U(n) * U(k));
+  // The batch of `count` GEMMs fills the SMs in waves of output tiles.
+  double wave = 1.0;
+  if (sms_ > 0) {
+    double tiles = count * std::ceil(m / tile_) * std::ceil(n / tile_);
+    wave = tiles / (std::ceil(tiles / sms_) * sms_);
+  }
+  double t_compute = flops / (peak * eff * U(m) * U(n) * U(k) * wave);
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
   return count * std::max(t_compute, t_memory) + overhead_s_;
 }

@@ -1,5 +1,7 @@
 // Roofline-with-efficiency model of GPU kernels. A GEMM runs at
 //   peak * eff_arch * k_fw * u(m) * u(n) * u(k),  u(x) = x / (x + gemm_dim_half)
+// times the share of the SMs its output tiles keep busy over its waves
+// (wave quantization: tiles / (ceil(tiles / SMs) x SMs)),
 // or at the memory roofline, whichever is slower, plus a launch overhead;
 // elementwise kernels are memory-bound on the part's own bandwidth. eff_arch
 // is the GPU architecture's fitted GEMM efficiency (params.h), k_fw the
@@ -68,6 +70,8 @@ class ComputeModel {
   double elem_bytes_;
   double overhead_s_;
   double dim_half_;
+  double tile_;  // output tile side of one thread block (PerfParams::gemm_tile)
+  int sms_;      // 0: the GPU's SM count is unknown, no wave quantization
 };
 
 }  // namespace tessel

@@ -27,6 +27,25 @@ TEST(Compute, SameArchitectureSharesEfficiency) {
   EXPECT_GT(a40.Elementwise(1e9), 2 * a100.Elementwise(1e9));
 }
 
+// Wave quantization: a batch of GEMMs whose output tiles fill the A100's
+// 108 SMs exactly four times runs at full rate; one more GEMM's 16 tiles
+// need a fifth wave that keeps only 448 of 540 SM slots busy.
+TEST(Compute, PartlyFilledLastWaveIdlesSms) {
+  PerfParams p = DefaultPerfParams();
+  p.kernel_overhead_s = 0;
+  ASSERT_EQ(p.gemm_tile, 128);
+  ComputeModel a100(**FindGpu("a100-80g"), Precision::kBf16, p, Fw("megatron"));
+  // 512 x 512 outputs = 16 tiles each; k = 2048 keeps it compute-bound.
+  double four_waves = a100.Gemm(512, 512, 2048, 27);  // 432 tiles
+  double five_waves = a100.Gemm(512, 512, 2048, 28);  // 448 tiles
+  EXPECT_NEAR(five_waves / four_waves, (28.0 / 27.0) * (540.0 / 448.0), 1e-9);
+  // A GPU whose SM count is unknown is not quantized.
+  GpuSpec unknown = **FindGpu("a100-80g");
+  unknown.sms = 0;
+  ComputeModel flat(unknown, Precision::kBf16, p, Fw("megatron"));
+  EXPECT_NEAR(flat.Gemm(512, 512, 2048, 28) / flat.Gemm(512, 512, 2048, 27), 28.0 / 27.0, 1e-9);
+}
+
 TEST(Compute, DualIssueFp32CountsOnePipe) {
   // GA102's datasheet fp32 figure assumes both FP32 pipes; dense math gets one.
   EXPECT_DOUBLE_EQ(DensePeakTflops(**FindGpu("a40"), Precision::kFp32), 37.4 / 2);

@@ -260,13 +260,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6418);
-  FittedArch(p, "volta", 0.7728);
-  UnfittedArch(p, "turing", 0.604);
-  FittedArch(p, "ampere", 0.6795);
-  UnfittedArch(p, "ada", 0.7173);
-  FittedArch(p, "hopper", 0.591);
-  FittedFramework(p, "alpa", 0.7852);
+  UnfittedArch(p, "pascal", 0.6576);
+  FittedArch(p, "volta", 0.788);
+  UnfittedArch(p, "turing", 0.6189);
+  FittedArch(p, "ampere", 0.6963);
+  UnfittedArch(p, "ada", 0.735);
+  FittedArch(p, "hopper", 0.6006);
+  FittedFramework(p, "alpa", 0.8024);
   // END GENERATED
   return p;
 }
@@ -304,6 +304,7 @@ const char* AttentionKernelKey(AttentionKernel k) {
 std::string PerfParamsToJson(const PerfParams& p) {
   nlohmann::json j;
   j["gemm_dim_half"] = p.gemm_dim_half;
+  j["gemm_tile"] = p.gemm_tile;
   j["kernel_overhead_s"] = p.kernel_overhead_s;
   j["archs"] = nlohmann::json::array();
   for (const auto& a : p.archs) j["archs"].push_back(ArchJson(a));
@@ -392,6 +393,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       if (j.contains(key)) *out = j.at(key).get<double>();
     };
     num("gemm_dim_half", &p.gemm_dim_half);
+    num("gemm_tile", &p.gemm_tile);
     num("kernel_overhead_s", &p.kernel_overhead_s);
     num("dp_overlap_fraction", &p.dp_overlap_fraction);
     num("tp_overlap_fraction", &p.tp_overlap_fraction);
@@ -518,10 +520,11 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   auto in = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
   if (!in(p.memory_overhead_gib, 0, 1e4) || !in(p.iteration_overhead_s, 0, 1e4) || !in(p.kernel_overhead_s, 0, 1) ||
       !in(p.gemm_dim_half, 0, 1e9) || !in(p.dp_overlap_fraction, 0, 1) || !in(p.tp_overlap_fraction, 0, 1) ||
-      !in(p.overlap_interference, 0, 1))
+      !in(p.overlap_interference, 0, 1) || !in(p.gemm_tile, 1, 4096))
     return InvalidArgument(source + ": memory_overhead_gib (0 to 1e4), iteration_overhead_s (0 to 1e4 s), "
-                                    "kernel_overhead_s (0 to 1 s) and gemm_dim_half (0 to 1e9) must be finite and in "
-                                    "range; dp_overlap_fraction, tp_overlap_fraction and overlap_interference in [0, 1]");
+                                    "kernel_overhead_s (0 to 1 s), gemm_dim_half (0 to 1e9) and gemm_tile (1 to 4096) "
+                                    "must be finite and in range; dp_overlap_fraction, tp_overlap_fraction and "
+                                    "overlap_interference in [0, 1]");
   for (const auto& [name, link] : {std::pair<const char*, const LinkFit*>{"pcie", &p.pcie},
                                    {"nvlink-bridge", &p.nvlink_bridge},
                                    {"nvlink-mesh", &p.nvlink_mesh},

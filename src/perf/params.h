@@ -194,6 +194,12 @@ struct PerfParams {
   // A GEMM dimension x contributes x / (x + gemm_dim_half) to efficiency:
   // small hidden sizes, head dims and micro-batches leave tensor cores idle.
   double gemm_dim_half = 48;
+  // A GEMM's output is computed in tiles of gemm_tile x gemm_tile, one per
+  // SM at a time: tiles / (waves x SMs) of the GPU works in the last,
+  // partly filled wave (NVIDIA's "Matrix Multiplication Background" guide:
+  // wave quantization). cuBLAS picks tiles of 64 to 256 per side to fill the
+  // SMs; 128 is the middle of that range (not fitted).
+  double gemm_tile = 128;
   // GPU-side launch + tail cost per kernel, seconds.
   double kernel_overhead_s = 4e-6;
   std::vector<ArchEfficiency> archs;
