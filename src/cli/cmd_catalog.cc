@@ -40,15 +40,16 @@ CommandAction SetupGpus(CLI::App& app, CommandIo io) {
                        {"bf16_tflops", g.bf16_tflops}, {"fp8_tflops", g.fp8_tflops},
                        {"pcie_gen", g.pcie_gen}, {"intra_node_link", LinkKindName(g.link)},
                        {"nvlink_gen", g.nvlink_gen}, {"nvlink_gbs_per_direction", g.nvlink_gbs},
-                       {"source", g.source}});
+                       {"sms", g.sms}, {"source", g.source}});
       }
       io.out << JsonText(arr, 2) << "\n";
       return 0;
     }
-    TextTable t({"name", "description", "mem GiB", "GB/s", "fp32", "tf32", "fp16", "bf16", "fp8", "intra-node link"});
+    TextTable t({"name", "description", "mem GiB", "GB/s", "fp32", "tf32", "fp16", "bf16", "fp8", "SMs", "intra-node link"});
     for (const auto& g : GpuCatalog()) {
       t.AddRow({g.name, g.description, Num(g.memory_gib), Num(g.memory_bw_gbs), Num(g.fp32_tflops),
-                Num(g.tf32_tflops), Num(g.fp16_tflops), Num(g.bf16_tflops), Num(g.fp8_tflops), LinkText(g)});
+                Num(g.tf32_tflops), Num(g.fp16_tflops), Num(g.bf16_tflops), Num(g.fp8_tflops),
+                std::to_string(g.sms), LinkText(g)});
     }
     io.out << t.Render() << "TFLOP/s are dense (no sparsity) peaks; sources in `tessel gpus --json`.\n";
     return 0;
