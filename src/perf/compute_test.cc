@@ -122,11 +122,20 @@ TEST(ParamsJson, IntegerFieldOutOfRangeIsAnError) {
 TEST(ParamsJson, OutOfRangeValuesAreRefused) {
   for (const char* text : {R"({"links": {"network": {"efficiency": 0, "step_latency_us": 5}}})",
                            R"({"links": {"pcie": {"efficiency": 0.8, "step_latency_us": -5}}})",
-                           R"({"iteration_overhead_s": -1})", R"({"memory_overhead_gib": -3})"}) {
+                           R"({"iteration_overhead_s": -1})", R"({"memory_overhead_gib": -3})",
+                           R"({"gemm_tile": 0})",
+                           R"({"frameworks": [{"name": "deepspeed", "zero3_collectives_per_layer": 0}]})",
+                           R"({"frameworks": [{"name": "m", "max_zero": 1, "min_zero_data_parallel": 2}]})"}) {
     EXPECT_FALSE(PerfParamsFromJson(text, "p.json").ok()) << text;
   }
-  // The embedded parameters round-trip.
-  EXPECT_TRUE(PerfParamsFromJson(PerfParamsToJson(DefaultPerfParams()), "default.json").ok());
+  // The embedded parameters round-trip, this session's fields included.
+  auto back = PerfParamsFromJson(PerfParamsToJson(DefaultPerfParams()), "default.json");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->gemm_tile, DefaultPerfParams().gemm_tile);
+  const FrameworkProfile& alpa = **back->FindFramework("alpa");
+  EXPECT_TRUE(alpa.search_prices_grad_sync_per_micro_batch);
+  EXPECT_EQ(alpa.min_zero_data_parallel, 1);
+  EXPECT_EQ((*back->FindFramework("deepspeed"))->zero3_collectives_per_layer, 4);
 }
 
 }  // namespace
