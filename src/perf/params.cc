@@ -299,6 +299,32 @@ const char* AttentionKernelKey(AttentionKernel k) {
   return "none";
 }
 
+// The framework flags and whole-number fields the JSON carries, written and
+// read from these lists so that neither side can leave one out.
+constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
+    {"fused_elementwise", &FrameworkProfile::fused_elementwise},
+    {"dropout", &FrameworkProfile::dropout},
+    {"chunked_loss", &FrameworkProfile::chunked_loss},
+    {"op_level_selective", &FrameworkProfile::op_level_selective},
+    {"dp_overlap", &FrameworkProfile::dp_overlap},
+    {"tp_comm_overlap", &FrameworkProfile::tp_comm_overlap},
+    {"native_kernels", &FrameworkProfile::native_kernels},
+    {"search_prices_grad_sync_per_micro_batch", &FrameworkProfile::search_prices_grad_sync_per_micro_batch},
+    {"interleaved_pipeline", &FrameworkProfile::interleaved_pipeline},
+    {"uneven_pipeline_stages", &FrameworkProfile::uneven_pipeline_stages},
+    {"fp8", &FrameworkProfile::fp8},
+    {"p2p_scatter_gather", &FrameworkProfile::p2p_scatter_gather},
+    {"zero_allreduce_with_accumulation", &FrameworkProfile::zero_allreduce_with_accumulation},
+    {"global_batch_norm", &FrameworkProfile::global_batch_norm},
+};
+constexpr std::pair<const char*, int FrameworkProfile::*> kFrameworkInts[] = {
+    {"zero3_prefetch", &FrameworkProfile::zero3_prefetch},
+    {"zero3_collectives_per_layer", &FrameworkProfile::zero3_collectives_per_layer},
+    {"max_zero", &FrameworkProfile::max_zero},
+    {"min_zero_data_parallel", &FrameworkProfile::min_zero_data_parallel},
+    {"moe_dense_dispatch_group", &FrameworkProfile::moe_dense_dispatch_group},
+};
+
 }  // namespace
 
 std::string PerfParamsToJson(const PerfParams& p) {
@@ -311,34 +337,18 @@ std::string PerfParamsToJson(const PerfParams& p) {
   j["fallback"] = ArchJson(p.fallback);
   j["frameworks"] = nlohmann::json::array();
   for (const auto& f : p.frameworks) {
-    j["frameworks"].push_back({{"name", f.name},
-                               {"note", f.note},
-                               {"attention", AttentionKernelKey(f.attention)},
-                               {"fused_elementwise", f.fused_elementwise},
-                               {"eager_elementwise_traffic", f.eager_elementwise_traffic},
-                               {"dropout", f.dropout},
-                               {"chunked_loss", f.chunked_loss},
-                               {"op_level_selective", f.op_level_selective},
-                               {"zero3_prefetch", f.zero3_prefetch},
-                               {"zero3_collectives_per_layer", f.zero3_collectives_per_layer},
-                               {"dp_overlap", f.dp_overlap},
-                               {"tp_comm_overlap", f.tp_comm_overlap},
-                               {"native_kernels", f.native_kernels},
-                               {"search_prices_grad_sync_per_micro_batch", f.search_prices_grad_sync_per_micro_batch},
-                               {"max_zero", f.max_zero},
-                               {"min_zero_data_parallel", f.min_zero_data_parallel},
-                               {"interleaved_pipeline", f.interleaved_pipeline},
-                               {"uneven_pipeline_stages", f.uneven_pipeline_stages},
-                               {"fp8", f.fp8},
-                               {"p2p_scatter_gather", f.p2p_scatter_gather},
-                               {"zero_allreduce_with_accumulation", f.zero_allreduce_with_accumulation},
-                               {"global_batch_norm", f.global_batch_norm},
-                               {"moe_dense_dispatch_group", f.moe_dense_dispatch_group},
-                               {"zero3_max_live_params", f.zero3_max_live_params},
-                               {"fragmentation", f.fragmentation},
-                               {"launch_us", f.launch_us},
-                               {"layer_overhead_us", f.layer_overhead_us},
-                               {"kernel_efficiency", f.kernel_efficiency}});
+    nlohmann::json fj = {{"name", f.name},
+                         {"note", f.note},
+                         {"attention", AttentionKernelKey(f.attention)},
+                         {"eager_elementwise_traffic", f.eager_elementwise_traffic},
+                         {"zero3_max_live_params", f.zero3_max_live_params},
+                         {"fragmentation", f.fragmentation},
+                         {"launch_us", f.launch_us},
+                         {"layer_overhead_us", f.layer_overhead_us},
+                         {"kernel_efficiency", f.kernel_efficiency}};
+    for (const auto& [key, member] : kFrameworkFlags) fj[key] = f.*member;
+    for (const auto& [key, member] : kFrameworkInts) fj[key] = f.*member;
+    j["frameworks"].push_back(std::move(fj));
   }
   j["links"] = {{"pcie", LinkJson(p.pcie)},
                 {"nvlink-bridge", LinkJson(p.nvlink_bridge)},
@@ -446,20 +456,14 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
           if (att == AttentionKernelKey(k)) fp.attention = k, known = true;
         if (!known)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
-        fp.fused_elementwise = f.value("fused_elementwise", fp.fused_elementwise);
         fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", fp.eager_elementwise_traffic);
         if (!(fp.eager_elementwise_traffic >= 1 && fp.eager_elementwise_traffic <= 20))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": eager_elementwise_traffic must be in [1, 20]");
-        fp.dropout = f.value("dropout", fp.dropout);
-        fp.chunked_loss = f.value("chunked_loss", fp.chunked_loss);
-        fp.op_level_selective = f.value("op_level_selective", fp.op_level_selective);
+        for (const auto& [key, member] : kFrameworkFlags) fp.*member = f.value(key, fp.*member);
         // Integer fields: a JSON number that is not a whole number in
         // [0, 1e6] is refused here (2e87 converted to int is undefined).
-        for (auto [key, out] : {std::pair<const char*, int*>{"zero3_prefetch", &fp.zero3_prefetch},
-                                {"zero3_collectives_per_layer", &fp.zero3_collectives_per_layer},
-                                {"max_zero", &fp.max_zero},
-                                {"min_zero_data_parallel", &fp.min_zero_data_parallel},
-                                {"moe_dense_dispatch_group", &fp.moe_dense_dispatch_group}}) {
+        for (const auto& [key, member] : kFrameworkInts) {
+          int* out = &(fp.*member);
           auto it = f.find(key);
           if (it == f.end()) continue;
           double v = it->is_number() ? it->get<double>() : -1;
@@ -468,18 +472,6 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
                                    ": expected a whole number from 0 to 1000000, got " + JsonText(*it));
           *out = static_cast<int>(v);
         }
-        fp.dp_overlap = f.value("dp_overlap", fp.dp_overlap);
-        fp.tp_comm_overlap = f.value("tp_comm_overlap", fp.tp_comm_overlap);
-        fp.native_kernels = f.value("native_kernels", fp.native_kernels);
-        fp.search_prices_grad_sync_per_micro_batch =
-            f.value("search_prices_grad_sync_per_micro_batch", fp.search_prices_grad_sync_per_micro_batch);
-        fp.interleaved_pipeline = f.value("interleaved_pipeline", fp.interleaved_pipeline);
-        fp.uneven_pipeline_stages = f.value("uneven_pipeline_stages", fp.uneven_pipeline_stages);
-        fp.fp8 = f.value("fp8", fp.fp8);
-        fp.p2p_scatter_gather = f.value("p2p_scatter_gather", fp.p2p_scatter_gather);
-        fp.zero_allreduce_with_accumulation =
-            f.value("zero_allreduce_with_accumulation", fp.zero_allreduce_with_accumulation);
-        fp.global_batch_norm = f.value("global_batch_norm", fp.global_batch_norm);
         fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
         fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
