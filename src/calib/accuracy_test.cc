@@ -44,6 +44,38 @@ TEST(Reference, LoadsEverySource) {
   }
 }
 
+// The flash-attention training README's rows: one 8-GPU A100 node, plain
+// data parallelism with the micro-batch and ZeRO stage of each size's
+// default config, and throughput from the stated tokens/s (1.3B: 169k
+// tokens/s over 512 x 2,048 tokens = 6.205 s per step).
+TEST(Reference, FlashAttentionReadmeRowsCarryTheirConfigs) {
+  TESSEL_REQUIRE_DATA();
+  auto refs = LoadReferences(ReferenceFiles::Under(testing::DataDir()), 28.5);
+  ASSERT_TRUE(refs.ok()) << refs.status().ToString();
+  int rows = 0;
+  for (const auto& c : refs->cases) {
+    if (c.source != "flash-attn-training-readme") continue;
+    ++rows;
+    EXPECT_EQ(c.gpus, 8) << c.id;
+    EXPECT_EQ(c.tp, 1) << c.id;
+    EXPECT_EQ(c.pp, 1) << c.id;
+    EXPECT_EQ(c.recompute, Recompute::kNone) << c.id;
+    EXPECT_EQ(c.precision, Precision::kBf16) << c.id;
+    EXPECT_EQ(c.topology.gpu->name, "a100-80g") << c.id;
+    if (c.model.name == "GPT3-1.3B") {
+      EXPECT_EQ(c.micro_batch, 8);
+      EXPECT_EQ(c.zero, 1);
+      EXPECT_EQ(c.global_batch, 512);
+      EXPECT_NEAR(c.measured_iteration_s, 512.0 * 2048 / 169000, 1e-3);
+    }
+    if (c.model.name == "GPT3-125M") {
+      EXPECT_EQ(c.micro_batch, 32);
+      EXPECT_EQ(c.zero, 0);
+    }
+  }
+  EXPECT_EQ(rows, 5);
+}
+
 TEST(Reference, MalformedCalibrationRowNamesLineAndColumn) {
   std::string path = ::tessel::testing::ProcessTempDir() + "/calib_bad.csv";
   {

@@ -260,13 +260,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6576);
-  FittedArch(p, "volta", 0.788);
-  UnfittedArch(p, "turing", 0.6189);
-  FittedArch(p, "ampere", 0.6963);
-  UnfittedArch(p, "ada", 0.735);
+  UnfittedArch(p, "pascal", 0.6455);
+  FittedArch(p, "volta", 0.789);
+  UnfittedArch(p, "turing", 0.6075);
+  FittedArch(p, "ampere", 0.6835);
+  UnfittedArch(p, "ada", 0.7215);
   FittedArch(p, "hopper", 0.6006);
-  FittedFramework(p, "alpa", 0.8024);
+  FittedFramework(p, "alpa", 0.8128);
   // END GENERATED
   return p;
 }

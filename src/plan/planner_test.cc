@@ -74,9 +74,11 @@ TEST(Planner, Gpt3OnThousandA100s) {
   ASSERT_TRUE(res.ok());
   ASSERT_FALSE(res->plans.empty());
   const auto& best = res->plans.front();
-  // Megatron's published range for this scale: 40-55% of peak.
-  EXPECT_GT(best.mfu, 0.35);
-  EXPECT_LT(best.mfu, 0.65);
+  // The best published for this scale (Narayanan et al. 2021 with full
+  // recompute, Korthikanti et al. 2022 with selective) lies in 38-56% MFU;
+  // an estimator that finds a better plan than that is optimistic (issue 12).
+  EXPECT_GT(best.mfu, 0.38);
+  EXPECT_LT(best.mfu, 0.56);
   // 175B does not fit one GPU's memory without sharding it somehow.
   EXPECT_TRUE(best.plan.tp * best.plan.pp > 1 || best.plan.zero == 3);
 }
