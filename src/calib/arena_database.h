@@ -19,8 +19,9 @@ struct ArenaDbEntry {
   std::string mesh_name;  // "1_a100_1_n_4_d"
   ArenaMesh mesh;
   // Seconds per iteration; <= 0 where the database says -1 (out of memory
-  // or infeasible). The h100/l20 file's [iterations, total seconds] pairs
-  // are divided here.
+  // or infeasible). The h100/l20 file's lists [iterations, total e2e s,
+  // avg e2e s, total local s, avg local s, max memory GB] give total local
+  // / iterations: the older file's quantity (its profiler's local_avg_lat).
   double seconds = 0;
 };
 

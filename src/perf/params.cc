@@ -261,12 +261,12 @@ PerfParams BuildDefaults() {
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
   UnfittedArch(p, "pascal", 0.6455);
-  FittedArch(p, "volta", 0.789);
+  FittedArch(p, "volta", 0.7891);
   UnfittedArch(p, "turing", 0.6075);
   FittedArch(p, "ampere", 0.6835);
   UnfittedArch(p, "ada", 0.7215);
   FittedArch(p, "hopper", 0.6006);
-  FittedFramework(p, "alpa", 0.8128);
+  FittedFramework(p, "alpa", 0.8173);
   // END GENERATED
   return p;
 }
