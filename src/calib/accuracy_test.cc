@@ -82,6 +82,29 @@ TEST(Reference, FlashAttentionReadmeRowsCarryTheirConfigs) {
   EXPECT_EQ(rows, 5);
 }
 
+// TinyLlama's README row: FSDP with fused kernels on 16 A100-40G, the plan
+// of its released script (micro-batch 8, 8 accumulated, 1,024 sequences).
+TEST(Reference, TinyLlamaRowIsFusedFsdp) {
+  TESSEL_REQUIRE_DATA();
+  auto refs = LoadReferences(ReferenceFiles::Under(testing::DataDir()), 28.5);
+  ASSERT_TRUE(refs.ok()) << refs.status().ToString();
+  int rows = 0;
+  for (const auto& c : refs->cases) {
+    if (c.source != "tinyllama-readme") continue;
+    ++rows;
+    EXPECT_EQ(c.framework, "fsdp-fused");
+    EXPECT_EQ(c.zero, 3);
+    EXPECT_EQ(c.gpus, 16);
+    EXPECT_EQ(c.micro_batch, 8);
+    EXPECT_EQ(c.global_batch, 1024);
+    EXPECT_EQ(c.topology.gpu->name, "a100-40g");
+    EXPECT_TRUE(c.model.tf.gated_ffn);
+    EXPECT_EQ(c.model.tf.kv_heads, 4);
+    EXPECT_FALSE(c.model.tf.dropout);  // a Llama
+  }
+  EXPECT_EQ(rows, 1);
+}
+
 TEST(ArenaDatabase, ReadsLocalIterationTimeFromLists) {
   std::string path = ::tessel::testing::ProcessTempDir() + "/arena_db_lists.json";
   {

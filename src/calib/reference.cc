@@ -110,9 +110,10 @@ std::string SourceId(const std::string& text) {
 // The framework column -> a PerfParams framework ("" = by plan).
 std::string FrameworkName(const std::string& text) {
   std::string l = ToLower(text);
-  for (const char* exact : {"megatron", "megatron-legacy", "fsdp", "deepspeed", "alpa"})
+  for (const char* exact : {"megatron", "megatron-legacy", "fsdp", "fsdp-fused", "deepspeed", "alpa"})
     if (l == exact) return exact;
   if (Contains(l, "deepspeed")) return "deepspeed";
+  if (Contains(l, "fsdp") && (Contains(l, "fused") || Contains(l, "torch.compile"))) return "fsdp-fused";
   if (Contains(l, "fsdp")) return "fsdp";
   if (Contains(l, "alpa")) return "alpa";
   if (Contains(l, "megatron-core") || Contains(l, "nemo") || Contains(l, "megatron-bridge")) return "megatron";

@@ -222,7 +222,7 @@ TEST(Frameworks, DefaultFollowsThePlan) {
   EXPECT_EQ(DefaultFrameworkFor(p, 8, 4, 1, 3).name, "megatron");  // interleaved: DeepSpeed cannot
   EXPECT_EQ(DefaultFrameworkFor(p, 8, 4, 0).name, "megatron");
   EXPECT_EQ(DefaultFrameworkFor(p, 1, 1, 0).name, "megatron");
-  for (const char* name : {"megatron", "megatron-legacy", "fsdp", "deepspeed", "alpa"})
+  for (const char* name : {"megatron", "megatron-legacy", "fsdp", "fsdp-fused", "deepspeed", "alpa"})
     EXPECT_TRUE(p.FindFramework(name).ok()) << name;
 }
 
@@ -279,6 +279,20 @@ TEST(Frameworks, MechanismsShowInTimeAndMemory) {
   EXPECT_NEAR(ds.breakdown.dp_comm_exposed_s, ds.breakdown.dp_comm_s, 1e-12);
 }
 
+// fsdp-fused differs from fsdp only in the model's elementwise kernels:
+// fused (fewer bytes, fewer launches) and a fused cross-entropy that keeps
+// no fp32 copy of the logits; sharding, hooks and communication alike.
+TEST(Frameworks, FusedFsdpDiffersOnlyInItsKernels) {
+  Req base = Req("llama2-7b", "a100-80g", 16, 32).Plan(16, 1, 1, 2).Zero(3).Prec(Precision::kBf16);
+  Estimate eager = Req(base).Fw("fsdp").Run(), fused = Req(base).Fw("fsdp-fused").Run();
+  EXPECT_EQ(fused.framework, "fsdp-fused");
+  EXPECT_LT(fused.breakdown.compute_s, eager.breakdown.compute_s);
+  EXPECT_LT(fused.memory.activations_gib, eager.memory.activations_gib);
+  EXPECT_DOUBLE_EQ(fused.breakdown.dp_comm_s, eager.breakdown.dp_comm_s);
+  EXPECT_DOUBLE_EQ(fused.memory.weights_gib, eager.memory.weights_gib);
+  // ZeRO-3 without t/p still defaults to the eager profile.
+  EXPECT_EQ(Req(base).Run().framework, "fsdp");
+}
 
 // Alpa's MoE dispatches tokens with GShard's dense einsums: extra GEMM work
 // proportional to the expert group; sparse-permutation frameworks have none.
@@ -471,7 +485,7 @@ TEST(Estimator, ParamsJsonRoundTripEstimatesAlike) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   Req wrn = Req("wide_resnet__1B", "a40", 8, 256).Plan(4, 1, 2, 4).Rc(Recompute::kFull);
   Req gpt = Req("gpt3-175b", "h100-sxm", 64, 64).Plan(2, 8, 4, 1).Zero(1).Rc(Recompute::kFull);
-  for (const char* fw : {"megatron", "megatron-legacy", "fsdp", "deepspeed", "alpa"}) {
+  for (const char* fw : {"megatron", "megatron-legacy", "fsdp", "fsdp-fused", "deepspeed", "alpa"}) {
     for (const Req* r : {&wrn, &gpt}) {
       Req a = Req(*r).Fw(fw), b = Req(*r).Fw(fw, *back);
       EXPECT_DOUBLE_EQ(a.Run().iteration_time_s, b.Run(*back).iteration_time_s) << fw;
