@@ -83,13 +83,21 @@ TEST(Reference, FlashAttentionReadmeRowsCarryTheirConfigs) {
 }
 
 // TinyLlama's README row: FSDP with fused kernels on 16 A100-40G, the plan
-// of its released script (micro-batch 8, 8 accumulated, 1,024 sequences).
-TEST(Reference, TinyLlamaRowIsFusedFsdp) {
+// of its released script (micro-batch 8, 8 accumulated, 1,024 sequences);
+// OLMo-core's four H100 rows, FSDP2 under torch.compile on one node.
+TEST(Reference, FusedFsdpRowsLoadAsFsdpFused) {
   TESSEL_REQUIRE_DATA();
   auto refs = LoadReferences(ReferenceFiles::Under(testing::DataDir()), 28.5);
   ASSERT_TRUE(refs.ok()) << refs.status().ToString();
-  int rows = 0;
+  int rows = 0, olmo = 0;
   for (const auto& c : refs->cases) {
+    // OLMo-core's FSDP2 runs under torch.compile: the fused profile too.
+    if (c.source == "olmo-core-readme") {
+      ++olmo;
+      EXPECT_EQ(c.framework, "fsdp-fused") << c.id;
+      EXPECT_EQ(c.gpus, 8) << c.id;
+      EXPECT_EQ(c.recompute, Recompute::kNone) << c.id;
+    }
     if (c.source != "tinyllama-readme") continue;
     ++rows;
     EXPECT_EQ(c.framework, "fsdp-fused");
@@ -103,6 +111,7 @@ TEST(Reference, TinyLlamaRowIsFusedFsdp) {
     EXPECT_FALSE(c.model.tf.dropout);  // a Llama
   }
   EXPECT_EQ(rows, 1);
+  EXPECT_EQ(olmo, 4);
 }
 
 TEST(ArenaDatabase, ReadsLocalIterationTimeFromLists) {

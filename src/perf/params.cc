@@ -284,8 +284,8 @@ PerfParams BuildDefaults() {
   UnfittedArch(p, "turing", 0.6071);
   FittedArch(p, "ampere", 0.683);
   UnfittedArch(p, "ada", 0.721);
-  FittedArch(p, "hopper", 0.6006);
-  FittedFramework(p, "alpa", 0.8178);
+  FittedArch(p, "hopper", 0.5973);
+  FittedFramework(p, "alpa", 0.8179);
   // END GENERATED
   return p;
 }
