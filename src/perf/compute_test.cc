@@ -125,7 +125,8 @@ TEST(ParamsJson, OutOfRangeValuesAreRefused) {
                            R"({"iteration_overhead_s": -1})", R"({"memory_overhead_gib": -3})",
                            R"({"gemm_tile": 0})",
                            R"({"frameworks": [{"name": "deepspeed", "zero3_collectives_per_layer": 0}]})",
-                           R"({"frameworks": [{"name": "m", "max_zero": 1, "min_zero_data_parallel": 2}]})"}) {
+                           R"({"frameworks": [{"name": "m", "max_zero": 1, "min_zero_data_parallel": 2}]})",
+                           R"({"frameworks": [{"name": "deepspeed", "bf16_grad_accum_bytes": -1}]})"}) {
     EXPECT_FALSE(PerfParamsFromJson(text, "p.json").ok()) << text;
   }
   // The embedded parameters round-trip, this session's fields included.
@@ -136,6 +137,8 @@ TEST(ParamsJson, OutOfRangeValuesAreRefused) {
   EXPECT_TRUE(alpa.search_prices_grad_sync_per_micro_batch);
   EXPECT_EQ(alpa.min_zero_data_parallel, 1);
   EXPECT_EQ((*back->FindFramework("deepspeed"))->zero3_collectives_per_layer, 4);
+  EXPECT_EQ((*back->FindFramework("deepspeed"))->bf16_grad_accum_bytes, 18);
+  EXPECT_EQ((*back->FindFramework("fsdp-fused"))->chunked_loss, true);
 }
 
 }  // namespace

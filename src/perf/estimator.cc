@@ -506,6 +506,20 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
+  // BF16 gradient accumulation outside the backward kernels (DeepSpeed's
+  // BF16_Optimizer after every micro-batch): a memory-bound pass over the
+  // stage's parameters, two launches per parameter tensor (a transformer
+  // layer holds about twelve: four weight matrices, their biases, two
+  // LayerNorms' scale and shift).
+  if (fw.bf16_grad_accum_bytes > 0 && p.precision == Precision::kBf16) {
+    for (Stage& st : stages) {
+      double tensors = m.kind == ModelKind::kTransformer
+                           ? 12.0 * std::max(1, m.tf.layers / p.pp)
+                           : 4.0 * std::max<size_t>(1, m.cnn.blocks.size() / std::max(1, p.pp));
+      st.cost.bwd_s += cm.Elementwise(st.cost.params * fw.bf16_grad_accum_bytes, 2 * tensors);
+    }
+  }
+
   // Pipeline transfers: one activation per micro-batch each way per stage.
   double p2p = 0;
   if (p.pp > 1) {

@@ -434,6 +434,29 @@ TEST(Frameworks, DeepSpeedZero3GathersEachWeightMatrix) {
   EXPECT_NEAR(extra[1] / extra[0], 1535.0 / 767.0, 0.01);
 }
 
+// DeepSpeed's BF16_Optimizer adds each micro-batch's gradients into an fp32
+// copy outside the backward kernels: 18 bytes per parameter of the stage,
+// paid every micro-batch (so in proportion to M), in bf16 runs only.
+TEST(Frameworks, DeepSpeedBf16AccumulatesGradientsEveryMicroBatch) {
+  PerfParams fused = DefaultPerfParams();
+  for (auto& f : fused.frameworks)
+    if (f.name == "deepspeed") f.bf16_grad_accum_bytes = 0;
+  double extra[2];
+  int i = 0;
+  for (int batch : {256, 512}) {
+    Req r = Req("gpt3-175b", "a100-80g", 512, batch).Plan(8, 8, 8, 1).Zero(1).Rc(Recompute::kFull)
+                .Prec(Precision::kBf16);
+    Estimate with = Req(r).Fw("deepspeed").Run(), without = Req(r).Fw("deepspeed", fused).Run(fused);
+    extra[i++] = with.breakdown.compute_s - without.breakdown.compute_s;
+    EXPECT_GT(extra[i - 1], 0);
+    // fp16 runs (FP16 optimizer, ZeRO's fp16 accumulation) are unaffected.
+    Req half = Req(r).Prec(Precision::kFp16);
+    EXPECT_DOUBLE_EQ(Req(half).Fw("deepspeed").Run().iteration_time_s,
+                     Req(half).Fw("deepspeed", fused).Run(fused).iteration_time_s);
+  }
+  EXPECT_NEAR(extra[1] / extra[0], 2.0, 1e-9);  // twice the micro-batches
+}
+
 TEST(Frameworks, DeepSpeedSendsWholeActivations) {
   Req r = Req("gpt3-175b", "a100-80g", 512, 512).Plan(8, 8, 8, 1).Zero(1).Rc(Recompute::kFull);
   Estimate mg = Req(r).Fw("megatron-legacy").Run(), ds = Req(r).Fw("deepspeed").Run();

@@ -204,6 +204,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   d.zero3_max_live_params = 1e9;
   d.zero3_collectives_per_layer = 4;  // QKV, projection, FC1, FC2 (DeepSpeed stage3 partition_parameters)
   d.layer_overhead_us = 20;
+  d.bf16_grad_accum_bytes = 18;  // BF16_Optimizer.update_hp_grads after every micro-batch
   v.push_back(d);
 
   FrameworkProfile a;
@@ -364,6 +365,7 @@ std::string PerfParamsToJson(const PerfParams& p) {
                          {"fragmentation", f.fragmentation},
                          {"launch_us", f.launch_us},
                          {"layer_overhead_us", f.layer_overhead_us},
+                         {"bf16_grad_accum_bytes", f.bf16_grad_accum_bytes},
                          {"kernel_efficiency", f.kernel_efficiency}};
     for (const auto& [key, member] : kFrameworkFlags) fj[key] = f.*member;
     for (const auto& [key, member] : kFrameworkInts) fj[key] = f.*member;
@@ -499,6 +501,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
           return InvalidArgument(source + ": frameworks: " + fp.name + ": max_zero must be 0, 1, 2 or 3");
         fp.launch_us = f.value("launch_us", fp.launch_us);
         fp.layer_overhead_us = f.value("layer_overhead_us", fp.layer_overhead_us);
+        fp.bf16_grad_accum_bytes = f.value("bf16_grad_accum_bytes", fp.bf16_grad_accum_bytes);
         fp.kernel_efficiency = f.value("kernel_efficiency", fp.kernel_efficiency);
         if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
@@ -550,12 +553,13 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
         f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000 ||
-        f.min_zero_data_parallel < 0 || f.min_zero_data_parallel > f.max_zero) {
+        f.min_zero_data_parallel < 0 || f.min_zero_data_parallel > f.max_zero || !in(f.bf16_grad_accum_bytes, 0, 1000)) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
                              "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0, "
-                             "zero3_collectives_per_layer in [1, 1000], min_zero_data_parallel in [0, max_zero]");
+                             "zero3_collectives_per_layer in [1, 1000], min_zero_data_parallel in [0, max_zero], "
+                             "bf16_grad_accum_bytes in [0, 1000]");
     }
   }
   return p;

@@ -171,6 +171,17 @@ struct FrameworkProfile {
   // communication (an approximation: Alpa's HLO cost model, when used for
   // stage construction, amortizes the all-reduce; its ILP does not).
   bool search_prices_grad_sync_per_micro_batch = false;
+  // BF16 runs: gradients accumulated into an fp32 copy outside the backward
+  // kernels after every micro-batch, in bytes moved per parameter this GPU
+  // holds. DeepSpeed's BF16_Optimizer: its pipeline engine calls
+  // update_hp_grads after each micro-batch's backward, which runs
+  // hp_grad.add_(lp.grad.to(fp32)) per parameter tensor: read the bf16
+  // gradient (2), write and read its fp32 copy (4 + 4), read and write the
+  // fp32 accumulator (4 + 4) = 18, two kernels per tensor. 0 where the
+  // accumulation is fused into the weight-gradient GEMM (Megatron's
+  // gradient_accumulation_fusion) or compiled (XLA), or left to autograd's
+  // in-place add of 16-bit gradients (a few bytes, not modelled).
+  double bf16_grad_accum_bytes = 0;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
