@@ -280,13 +280,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6451);
+  UnfittedArch(p, "pascal", 0.6359);
   FittedArch(p, "volta", 0.7891);
-  UnfittedArch(p, "turing", 0.6071);
-  FittedArch(p, "ampere", 0.683);
-  UnfittedArch(p, "ada", 0.721);
+  UnfittedArch(p, "turing", 0.5985);
+  FittedArch(p, "ampere", 0.6733);
+  UnfittedArch(p, "ada", 0.7107);
   FittedArch(p, "hopper", 0.5973);
-  FittedFramework(p, "alpa", 0.8179);
+  FittedFramework(p, "alpa", 0.8251);
   // END GENERATED
   return p;
 }
