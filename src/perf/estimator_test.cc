@@ -8,6 +8,16 @@
 namespace tessel {
 namespace {
 
+// The embedded parameters with one framework's profile edited (a mechanism
+// switched off, to measure what it costs).
+template <typename Edit>
+PerfParams DefaultsWithFramework(const char* name, Edit edit) {
+  PerfParams p = DefaultPerfParams();
+  for (auto& f : p.frameworks)
+    if (f.name == name) edit(f);
+  return p;
+}
+
 // Builder for estimate requests.
 class Req {
  public:
@@ -297,9 +307,7 @@ TEST(Frameworks, FusedFsdpDiffersOnlyInItsKernels) {
 // Alpa's MoE dispatches tokens with GShard's dense einsums: extra GEMM work
 // proportional to the expert group; sparse-permutation frameworks have none.
 TEST(Frameworks, GShardDenseDispatchCostsMoeTime) {
-  PerfParams sparse = DefaultPerfParams();
-  for (auto& f : sparse.frameworks)
-    if (f.name == "alpa") f.moe_dense_dispatch_group = 0;
+  PerfParams sparse = DefaultsWithFramework("alpa", [](FrameworkProfile& f) { f.moe_dense_dispatch_group = 0; });
   Req base = Req("moe__690M", "a100-40g", 1, 16).Plan(1, 1, 1, 16).Prec(Precision::kFp16);
   double dense = Req(base).Fw("alpa").Run().breakdown.compute_s;
   double plain = Req(base).Fw("alpa", sparse).Run(sparse).breakdown.compute_s;
@@ -324,9 +332,8 @@ TEST(Frameworks, GShardDenseDispatchCostsMoeTime) {
 // its sharded-optimizer sync is reduce-scatter + all-gather, with more it
 // costs half as much again.
 TEST(Frameworks, AlpaAllReducesAccumulatedGradients) {
-  PerfParams rs = DefaultPerfParams();
-  for (auto& f : rs.frameworks)
-    if (f.name == "alpa") f.zero_allreduce_with_accumulation = false;
+  PerfParams rs =
+      DefaultsWithFramework("alpa", [](FrameworkProfile& f) { f.zero_allreduce_with_accumulation = false; });
   Req one = Req("bert__1.3B", "a100-40g", 4, 16).Plan(4, 1, 1, 4).Zero(1).Prec(Precision::kFp16);
   Req many = Req("bert__1.3B", "a100-40g", 4, 64).Plan(4, 1, 1, 4).Zero(1).Prec(Precision::kFp16);
   double one_ar = Req(one).Fw("alpa").Run().breakdown.dp_comm_s;
@@ -342,9 +349,7 @@ TEST(Frameworks, AlpaAllReducesAccumulatedGradients) {
 // statistics' all-reduces cost time every micro-batch when d > 1 and
 // nothing on one GPU; PyTorch's per-GPU BatchNorm costs none.
 TEST(Frameworks, GlobalBatchNormCostsDataParallelTime) {
-  PerfParams local = DefaultPerfParams();
-  for (auto& f : local.frameworks)
-    if (f.name == "alpa") f.global_batch_norm = false;
+  PerfParams local = DefaultsWithFramework("alpa", [](FrameworkProfile& f) { f.global_batch_norm = false; });
   Req dp = Req("wide_resnet__500M", "a100-40g", 4, 256).Plan(4, 1, 1, 4).Rc(Recompute::kFull);
   double global = Req(dp).Fw("alpa").Run().breakdown.compute_s;
   double per_gpu = Req(dp).Fw("alpa", local).Run(local).breakdown.compute_s;
@@ -419,9 +424,7 @@ TEST(Estimator, ChannelParallelConvsGatherEveryInput) {
 // group; FSDP's per-layer flat buffer is priced as one. The extra is pure
 // latency, so it doubles when the group does (1,535 ring steps vs 767).
 TEST(Frameworks, DeepSpeedZero3GathersEachWeightMatrix) {
-  PerfParams flat = DefaultPerfParams();
-  for (auto& f : flat.frameworks)
-    if (f.name == "deepspeed") f.zero3_collectives_per_layer = 1;
+  PerfParams flat = DefaultsWithFramework("deepspeed", [](FrameworkProfile& f) { f.zero3_collectives_per_layer = 1; });
   double extra[2];
   int i = 0;
   for (int d : {768, 1536}) {
@@ -438,9 +441,7 @@ TEST(Frameworks, DeepSpeedZero3GathersEachWeightMatrix) {
 // copy outside the backward kernels: 18 bytes per parameter of the stage,
 // paid every micro-batch (so in proportion to M), in bf16 runs only.
 TEST(Frameworks, DeepSpeedBf16AccumulatesGradientsEveryMicroBatch) {
-  PerfParams fused = DefaultPerfParams();
-  for (auto& f : fused.frameworks)
-    if (f.name == "deepspeed") f.bf16_grad_accum_bytes = 0;
+  PerfParams fused = DefaultsWithFramework("deepspeed", [](FrameworkProfile& f) { f.bf16_grad_accum_bytes = 0; });
   double extra[2];
   int i = 0;
   for (int batch : {256, 512}) {

@@ -553,7 +553,8 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
         f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000 ||
-        f.min_zero_data_parallel < 0 || f.min_zero_data_parallel > f.max_zero || !in(f.bf16_grad_accum_bytes, 0, 1000)) {
+        f.min_zero_data_parallel < 0 || f.min_zero_data_parallel > f.max_zero ||
+        !in(f.bf16_grad_accum_bytes, 0, 1000)) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
