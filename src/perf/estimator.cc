@@ -507,11 +507,12 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
 
   // BF16 gradient accumulation outside the backward kernels (DeepSpeed's
-  // BF16_Optimizer after every micro-batch): a memory-bound pass over the
-  // stage's parameters, two launches per parameter tensor (a transformer
+  // BF16_Optimizer after every micro-batch; it serves ZeRO 0 and 1, stages
+  // 2 and 3 have their own partitioned optimizers): a memory-bound pass over
+  // the stage's parameters, two launches per parameter tensor (a transformer
   // layer holds about twelve: four weight matrices, their biases, two
   // LayerNorms' scale and shift).
-  if (fw.bf16_grad_accum_bytes > 0 && p.precision == Precision::kBf16) {
+  if (fw.bf16_grad_accum_bytes > 0 && p.precision == Precision::kBf16 && p.zero <= 1) {
     for (Stage& st : stages) {
       double tensors = m.kind == ModelKind::kTransformer
                            ? 12.0 * std::max(1, m.tf.layers / p.pp)

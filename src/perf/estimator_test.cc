@@ -456,6 +456,10 @@ TEST(Frameworks, DeepSpeedBf16AccumulatesGradientsEveryMicroBatch) {
                      Req(half).Fw("deepspeed", fused).Run(fused).iteration_time_s);
   }
   EXPECT_NEAR(extra[1] / extra[0], 2.0, 1e-9);  // twice the micro-batches
+  // ZeRO-3 runs its own partitioned optimizer, not BF16_Optimizer.
+  Req z3 = Req("gpt3-6.7b", "a100-80g", 64, 128).Plan(64, 1, 1, 2).Zero(3).Prec(Precision::kBf16);
+  EXPECT_DOUBLE_EQ(Req(z3).Fw("deepspeed").Run().iteration_time_s,
+                   Req(z3).Fw("deepspeed", fused).Run(fused).iteration_time_s);
 }
 
 TEST(Frameworks, DeepSpeedSendsWholeActivations) {

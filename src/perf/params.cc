@@ -286,7 +286,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6733);
   UnfittedArch(p, "ada", 0.7107);
   FittedArch(p, "hopper", 0.5973);
-  FittedFramework(p, "alpa", 0.8251);
+  FittedFramework(p, "alpa", 0.8252);
   // END GENERATED
   return p;
 }

@@ -171,9 +171,9 @@ struct FrameworkProfile {
   // communication (an approximation: Alpa's HLO cost model, when used for
   // stage construction, amortizes the all-reduce; its ILP does not).
   bool search_prices_grad_sync_per_micro_batch = false;
-  // BF16 runs: gradients accumulated into an fp32 copy outside the backward
-  // kernels after every micro-batch, in bytes moved per parameter this GPU
-  // holds. DeepSpeed's BF16_Optimizer: its pipeline engine calls
+  // BF16 runs with ZeRO 0 or 1: gradients accumulated into an fp32 copy
+  // outside the backward kernels after every micro-batch, in bytes moved per
+  // parameter this GPU holds. DeepSpeed's BF16_Optimizer: its pipeline engine calls
   // update_hp_grads after each micro-batch's backward, which runs
   // hp_grad.add_(lp.grad.to(fp32)) per parameter tensor: read the bf16
   // gradient (2), write and read its fp32 copy (4 + 4), read and write the
