@@ -319,8 +319,9 @@ const char* AttentionKernelKey(AttentionKernel k) {
   return "none";
 }
 
-// The framework flags and whole-number fields the JSON carries, written and
-// read from these lists so that neither side can leave one out.
+// The framework flags, whole-number and real fields the JSON carries,
+// written and read from these lists so that neither side can leave one out
+// (the ranges are checked after reading).
 constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"fused_elementwise", &FrameworkProfile::fused_elementwise},
     {"dropout", &FrameworkProfile::dropout},
@@ -344,6 +345,15 @@ constexpr std::pair<const char*, int FrameworkProfile::*> kFrameworkInts[] = {
     {"min_zero_data_parallel", &FrameworkProfile::min_zero_data_parallel},
     {"moe_dense_dispatch_group", &FrameworkProfile::moe_dense_dispatch_group},
 };
+constexpr std::pair<const char*, double FrameworkProfile::*> kFrameworkNumbers[] = {
+    {"eager_elementwise_traffic", &FrameworkProfile::eager_elementwise_traffic},
+    {"zero3_max_live_params", &FrameworkProfile::zero3_max_live_params},
+    {"fragmentation", &FrameworkProfile::fragmentation},
+    {"launch_us", &FrameworkProfile::launch_us},
+    {"layer_overhead_us", &FrameworkProfile::layer_overhead_us},
+    {"bf16_grad_accum_bytes", &FrameworkProfile::bf16_grad_accum_bytes},
+    {"kernel_efficiency", &FrameworkProfile::kernel_efficiency},
+};
 
 }  // namespace
 
@@ -357,18 +367,10 @@ std::string PerfParamsToJson(const PerfParams& p) {
   j["fallback"] = ArchJson(p.fallback);
   j["frameworks"] = nlohmann::json::array();
   for (const auto& f : p.frameworks) {
-    nlohmann::json fj = {{"name", f.name},
-                         {"note", f.note},
-                         {"attention", AttentionKernelKey(f.attention)},
-                         {"eager_elementwise_traffic", f.eager_elementwise_traffic},
-                         {"zero3_max_live_params", f.zero3_max_live_params},
-                         {"fragmentation", f.fragmentation},
-                         {"launch_us", f.launch_us},
-                         {"layer_overhead_us", f.layer_overhead_us},
-                         {"bf16_grad_accum_bytes", f.bf16_grad_accum_bytes},
-                         {"kernel_efficiency", f.kernel_efficiency}};
+    nlohmann::json fj = {{"name", f.name}, {"note", f.note}, {"attention", AttentionKernelKey(f.attention)}};
     for (const auto& [key, member] : kFrameworkFlags) fj[key] = f.*member;
     for (const auto& [key, member] : kFrameworkInts) fj[key] = f.*member;
+    for (const auto& [key, member] : kFrameworkNumbers) fj[key] = f.*member;
     j["frameworks"].push_back(std::move(fj));
   }
   j["links"] = {{"pcie", LinkJson(p.pcie)},
@@ -477,7 +479,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
           if (att == AttentionKernelKey(k)) fp.attention = k, known = true;
         if (!known)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": attention: expected none, fa2 or best, got '" + att + "'");
-        fp.eager_elementwise_traffic = f.value("eager_elementwise_traffic", fp.eager_elementwise_traffic);
+        for (const auto& [key, member] : kFrameworkNumbers) fp.*member = f.value(key, fp.*member);
         if (!(fp.eager_elementwise_traffic >= 1 && fp.eager_elementwise_traffic <= 20))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": eager_elementwise_traffic must be in [1, 20]");
         for (const auto& [key, member] : kFrameworkFlags) fp.*member = f.value(key, fp.*member);
@@ -493,16 +495,10 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
                                    ": expected a whole number from 0 to 1000000, got " + JsonText(*it));
           *out = static_cast<int>(v);
         }
-        fp.zero3_max_live_params = f.value("zero3_max_live_params", fp.zero3_max_live_params);
-        fp.fragmentation = f.value("fragmentation", fp.fragmentation);
         if (fp.zero3_max_live_params < 0 || fp.fragmentation < 0 || fp.fragmentation > 1)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": zero3_max_live_params must be >= 0 and fragmentation in [0, 1]");
         if (fp.max_zero < 0 || fp.max_zero > 3)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": max_zero must be 0, 1, 2 or 3");
-        fp.launch_us = f.value("launch_us", fp.launch_us);
-        fp.layer_overhead_us = f.value("layer_overhead_us", fp.layer_overhead_us);
-        fp.bf16_grad_accum_bytes = f.value("bf16_grad_accum_bytes", fp.bf16_grad_accum_bytes);
-        fp.kernel_efficiency = f.value("kernel_efficiency", fp.kernel_efficiency);
         if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
         if (fp.launch_us < 0 || fp.layer_overhead_us < 0)
