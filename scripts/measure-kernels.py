@@ -1,0 +1,544 @@
+#!/usr/bin/python3
+"""Time GPU kernels and small training steps with PyTorch, for the estimator.
+
+WHAT
+  On one CUDA GPU, with the PyTorch that is installed, times:
+    align      the output layer's three GEMMs at vocabularies 50257/50304 and
+               32000/32001 (section "align", not in the default list).
+    gemm       the three GEMMs of nn.Linear (forward x @ W^T, input gradient
+               dY @ W, weight gradient dY^T @ x) for the linear layers of GPT
+               blocks (QKV h->3h, projection h->h, fc1 h->4h, fc2 4h->h) at
+               hidden sizes 768..12288 and 256..16384 tokens, in bf16; a few
+               large square ones in fp16, tf32, fp32 and (torch._scaled_mm)
+               fp8 e4m3.
+    bmm        batched GEMMs of unfused attention: scores q @ k^T and
+               context p @ v over batch*heads, head dim 64 and 128.
+    attention  scaled_dot_product_attention forced to each fused backend
+               the build has (flash = FlashAttention-2, efficient, cudnn),
+               forward and forward+backward, causal and not, head dim 64/128,
+               sequence 512..16384 at 16k tokens per batch (the
+               FlashAttention papers' setting).
+    elementwise  copy, add, GeLU (tanh), LayerNorm, softmax, dropout over
+               64 KiB .. 1 GiB of bf16: achieved bandwidth and, for the small
+               ones, the per-kernel time floor.
+    train      whole training steps of GPT-2/3-shaped models (125M..2.7B, seq
+               2048, vocab 50257) on the one GPU: eager PyTorch, bf16
+               autocast over fp32 weights, SDPA attention, fused AdamW; tokens/s
+               and peak allocated memory; "oom" where it does not fit.
+  Each kernel is timed with CUDA events around a loop of back-to-back launches
+  sized to about 20 ms, after warm-up; the median of three such loops.
+
+OUTPUT (--out DIR)
+  kernels.csv  kernel,dtype,m,n,k,batch,heads,seq,head_dim,causal,pass,bytes,
+               flops,seconds,tflops,gbs,note   (one row per measurement)
+  train.csv    model,layers,hidden,heads,seq,vocab,micro_batch,params,
+               step_seconds,tokens_per_s,model_tflops,peak_alloc_gib,
+               peak_reserved_gib,status
+  meta.json    GPU name, SMs, memory, clocks, driver, torch/CUDA/cuDNN
+               versions, date, and the settings used.
+  Rows are flushed as they are measured; --budget-s stops each later section
+  early so that the files come back whole.
+
+USAGE
+  scripts/measure-kernels.py --out /tmp/kern [--budget-s 240] [--quick]
+  scripts/measure-kernels.py --out /tmp/k2 --sections align,train --vocab 50304 \
+      --models gpt3-125m,gpt3-350m
+  --quick runs a handful of each (minutes of GPU time become seconds); on a
+  machine without CUDA it runs the same code on the CPU at tiny sizes (a
+  smoke test of the script, not a measurement).
+"""
+import argparse
+import csv
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+FIELDS = ["kernel", "dtype", "m", "n", "k", "batch", "heads", "seq", "head_dim", "causal",
+          "pass", "bytes", "flops", "seconds", "tflops", "gbs", "note"]
+TRAIN_FIELDS = ["model", "layers", "hidden", "heads", "seq", "vocab", "micro_batch", "params",
+                "step_seconds", "tokens_per_s", "model_tflops", "peak_alloc_gib",
+                "peak_reserved_gib", "status"]
+
+
+class Timer:
+    def __init__(self, device, target_s):
+        self.device = device
+        self.target_s = target_s
+
+    def sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def loop(self, fn, iters):
+        if self.device.type == "cuda":
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / 1e3 / iters
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return (time.perf_counter() - t0) / iters
+
+    def time(self, fn):
+        """Median seconds per call over three loops of about target_s."""
+        fn()
+        self.sync()
+        once = self.loop(fn, 3)
+        iters = int(min(1000, max(3, self.target_s / max(once, 1e-7))))
+        runs = sorted(self.loop(fn, iters) for _ in range(3))
+        return runs[1], iters
+
+
+class Writer:
+    def __init__(self, path, fields):
+        self.f = open(path, "w", newline="")
+        self.w = csv.DictWriter(self.f, fieldnames=fields, lineterminator="\n")
+        self.w.writeheader()
+        self.f.flush()
+
+    def row(self, **kw):
+        self.w.writerow(kw)
+        self.f.flush()
+
+
+def fmt(x, digits=6):
+    return f"{x:.{digits}g}"
+
+
+def run_gemms(args, dev, timer, out, deadline):
+    hiddens = [768, 1024, 1536, 2048, 2560, 4096, 5120, 8192, 12288]
+    tokens = [256, 1024, 4096, 16384]
+    if args.quick:
+        hiddens, tokens = [768, 4096], [1024, 4096]
+    if dev.type != "cuda":
+        hiddens, tokens = [64, 128], [32, 64]
+    dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    name = "bf16" if dev.type == "cuda" else "fp32"
+    for h in hiddens:
+        for m in tokens:
+            for layer, (n, k) in (("qkv", (3 * h, h)), ("proj", (h, h)), ("fc1", (4 * h, h)),
+                                  ("fc2", (h, 4 * h))):
+                if time.monotonic() > deadline:
+                    return
+                x = torch.randn(m, k, device=dev, dtype=dt)
+                w = torch.randn(n, k, device=dev, dtype=dt)
+                dy = torch.randn(m, n, device=dev, dtype=dt)
+                # (M, N, K) of each product as cuBLAS sees it.
+                for pas, fn, shape in (
+                        ("fwd", lambda: x @ w.t(), (m, n, k)),
+                        ("dgrad", lambda: dy @ w, (m, k, n)),
+                        ("wgrad", lambda: dy.t() @ x, (n, k, m))):
+                    s, it = timer.time(fn)
+                    mm, nn_, kk = shape
+                    flops = 2.0 * mm * nn_ * kk
+                    byts = 2.0 * (mm * kk + kk * nn_ + mm * nn_)
+                    out.row(kernel="gemm", dtype=name, m=mm, n=nn_, k=kk, batch=1, heads="",
+                            seq="", head_dim="", causal="", **{"pass": pas}, bytes=int(byts),
+                            flops=int(flops), seconds=fmt(s), tflops=fmt(flops / s / 1e12, 5),
+                            gbs=fmt(byts / s / 1e9, 5), note=f"{layer} h={h} iters={it}")
+                del x, w, dy
+
+
+def run_align(args, dev, timer, out, deadline):
+    """GEMMs of an output layer whose vocabulary is or is not a multiple of 8
+    (GPT-2's 50257 against 50304 = 393 x 128, Llama 2's 32000 against 32001):
+    the forward, input-gradient and weight-gradient products at 16k tokens."""
+    dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    name = "bf16" if dev.type == "cuda" else "fp32"
+    hiddens, vocabs, m = [768, 1024, 2048, 4096], [50257, 50304, 32000, 32001], 16384
+    if args.quick or dev.type != "cuda":
+        hiddens, vocabs, m = [64], [257, 256], 128
+    for h in hiddens:
+        for v in vocabs:
+            if time.monotonic() > deadline:
+                return
+            x = torch.randn(m, h, device=dev, dtype=dt)
+            w = torch.randn(v, h, device=dev, dtype=dt)
+            dy = torch.randn(m, v, device=dev, dtype=dt)
+            for pas, fn, (mm, nn_, kk) in (("fwd", lambda: x @ w.t(), (m, v, h)),
+                                           ("dgrad", lambda: dy @ w, (m, h, v)),
+                                           ("wgrad", lambda: dy.t() @ x, (v, h, m))):
+                t, it = timer.time(fn)
+                flops = 2.0 * mm * nn_ * kk
+                byts = 2.0 * (mm * kk + kk * nn_ + mm * nn_)
+                out.row(kernel="gemm", dtype=name, m=mm, n=nn_, k=kk, batch=1, heads="", seq="",
+                        head_dim="", causal="", **{"pass": pas}, bytes=int(byts),
+                        flops=int(flops), seconds=fmt(t), tflops=fmt(flops / t / 1e12, 5),
+                        gbs=fmt(byts / t / 1e9, 5), note=f"vocab v={v} h={h} iters={it}")
+            del x, w, dy
+
+
+def run_gemm_precisions(args, dev, timer, out, deadline):
+    if dev.type != "cuda":
+        return
+    sizes = [2048, 4096, 8192] if not args.quick else [4096]
+    for size in sizes:
+        m = n = k = size
+        flops = 2.0 * m * n * k
+        for name, dt, tf32 in (("fp16", torch.float16, False), ("tf32", torch.float32, True),
+                               ("fp32", torch.float32, False)):
+            if time.monotonic() > deadline:
+                return
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            a = torch.randn(m, k, device=dev, dtype=dt)
+            b = torch.randn(n, k, device=dev, dtype=dt)
+            s, it = timer.time(lambda: a @ b.t())
+            eb = a.element_size()
+            byts = eb * (m * k + k * n + m * n)
+            out.row(kernel="gemm", dtype=name, m=m, n=n, k=k, batch=1, heads="", seq="",
+                    head_dim="", causal="", **{"pass": "fwd"}, bytes=int(byts), flops=int(flops),
+                    seconds=fmt(s), tflops=fmt(flops / s / 1e12, 5), gbs=fmt(byts / s / 1e9, 5),
+                    note=f"square iters={it}")
+            del a, b
+        torch.backends.cuda.matmul.allow_tf32 = False
+        # FP8 e4m3 with per-tensor scales, bf16 output (Transformer Engine's recipe).
+        if hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm"):
+            try:
+                a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+                b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn)
+                one = torch.ones((), device=dev, dtype=torch.float32)
+
+                def f8():
+                    return torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
+                                            out_dtype=torch.bfloat16)
+                s, it = timer.time(f8)
+                byts = m * k + k * n + 2 * m * n
+                out.row(kernel="gemm", dtype="fp8", m=m, n=n, k=k, batch=1, heads="", seq="",
+                        head_dim="", causal="", **{"pass": "fwd"}, bytes=int(byts),
+                        flops=int(flops), seconds=fmt(s), tflops=fmt(flops / s / 1e12, 5),
+                        gbs=fmt(byts / s / 1e9, 5), note=f"square e4m3 bf16-out iters={it}")
+                del a, b
+            except Exception as e:  # noqa: BLE001 - record why, go on
+                print(f"fp8 gemm skipped: {e}", file=sys.stderr)
+
+
+def run_bmm(args, dev, timer, out, deadline):
+    dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    name = "bf16" if dev.type == "cuda" else "fp32"
+    seqs = [512, 1024, 2048, 4096] if dev.type == "cuda" else [64]
+    if args.quick:
+        seqs = seqs[:2]
+    tokens = 16384 if dev.type == "cuda" else 128
+    for d in (64, 128):
+        heads = 2048 // d
+        for s in seqs:
+            if time.monotonic() > deadline:
+                return
+            bh = (tokens // s) * heads
+            q = torch.randn(bh, s, d, device=dev, dtype=dt)
+            kt = torch.randn(bh, d, s, device=dev, dtype=dt)
+            p = torch.randn(bh, s, s, device=dev, dtype=dt)
+            v = torch.randn(bh, s, d, device=dev, dtype=dt)
+            for pas, fn, (mm, nn_, kk) in (("scores", lambda: torch.bmm(q, kt), (s, s, d)),
+                                           ("context", lambda: torch.bmm(p, v), (s, d, s))):
+                t, it = timer.time(fn)
+                flops = 2.0 * bh * mm * nn_ * kk
+                byts = 2.0 * bh * (mm * kk + kk * nn_ + mm * nn_)
+                out.row(kernel="bmm", dtype=name, m=mm, n=nn_, k=kk, batch=bh, heads=heads, seq=s,
+                        head_dim=d, causal="", **{"pass": pas}, bytes=int(byts), flops=int(flops),
+                        seconds=fmt(t), tflops=fmt(flops / t / 1e12, 5),
+                        gbs=fmt(byts / t / 1e9, 5), note=f"iters={it}")
+            del q, kt, p, v
+
+
+def sdpa_backends():
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return []
+    import contextlib
+    out = [("default", None, lambda _: contextlib.nullcontext())]
+    for name in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION"):
+        if hasattr(SDPBackend, name):
+            out.append((name.split("_")[0].lower(), getattr(SDPBackend, name), sdpa_kernel))
+    return out
+
+
+def run_attention(args, dev, timer, out, deadline):
+    if dev.type != "cuda":
+        return
+    seqs = [512, 1024, 2048, 4096, 8192, 16384]
+    if args.quick:
+        seqs = [2048]
+    tokens, hidden = 16384, 2048
+    for backend, enum, ctx in sdpa_backends():
+        for d in (128, 64):
+            heads = hidden // d
+            for s in seqs:
+                for causal in (True, False):
+                    if time.monotonic() > deadline:
+                        return
+                    b = tokens // s
+                    q, k, v = (torch.randn(b, heads, s, d, device=dev, dtype=torch.bfloat16,
+                                           requires_grad=True) for _ in range(3))
+                    g = torch.randn(b, heads, s, d, device=dev, dtype=torch.bfloat16)
+                    # FLOPs as the FlashAttention papers count them: 4 s^2 d per head
+                    # forward (halved when causal), backward 2.5x forward.
+                    fwd_flops = 4.0 * b * heads * s * s * d * (0.5 if causal else 1.0)
+                    try:
+                        with ctx(enum):
+                            def fwd():
+                                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+                            def fwd_bwd():
+                                o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                                o.backward(g)
+                            with torch.no_grad():
+                                tf, itf = timer.time(fwd)
+                            tb, itb = timer.time(fwd_bwd)
+                    except Exception as e:  # noqa: BLE001 - backend refused this shape
+                        print(f"attention {backend} d={d} s={s} causal={causal}: {e}",
+                              file=sys.stderr)
+                        continue
+                    for pas, t, fl, it in (("fwd", tf, fwd_flops, itf),
+                                           ("fwd_bwd", tb, 3.5 * fwd_flops, itb)):
+                        byts = 2.0 * 4 * b * heads * s * d
+                        out.row(kernel="attention", dtype="bf16", m="", n="", k="", batch=b,
+                                heads=heads, seq=s, head_dim=d, causal=int(causal),
+                                **{"pass": pas}, bytes=int(byts), flops=int(fl), seconds=fmt(t),
+                                tflops=fmt(fl / t / 1e12, 5), gbs=fmt(byts / t / 1e9, 5),
+                                note=f"sdpa {backend} iters={it}")
+                    del q, k, v, g
+
+
+def run_elementwise(args, dev, timer, out, deadline):
+    dt = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    name = "bf16" if dev.type == "cuda" else "fp32"
+    eb = 2 if dev.type == "cuda" else 4
+    exps = range(16, 31, 2) if dev.type == "cuda" else range(12, 17, 2)
+    if args.quick:
+        exps = [20, 28] if dev.type == "cuda" else [12]
+    hidden = 4096 if dev.type == "cuda" else 64
+    for e in exps:
+        nbytes = 1 << e
+        numel = max(hidden, nbytes // eb // hidden * hidden)
+        x = torch.randn(numel, device=dev, dtype=dt)
+        y = torch.randn(numel, device=dev, dtype=dt)
+        x2 = x.view(-1, hidden)
+        ln = nn.LayerNorm(hidden, device=dev, dtype=dt)
+        ops = (("copy", lambda: x.clone(), 2),
+               ("add", lambda: x + y, 3),
+               ("gelu", lambda: F.gelu(x, approximate="tanh"), 2),
+               ("layernorm", lambda: ln(x2), 2),
+               ("softmax", lambda: torch.softmax(x2, dim=-1), 2),
+               ("dropout", lambda: F.dropout(x, 0.1, training=True), 2))
+        for op, fn, passes in ops:
+            if time.monotonic() > deadline:
+                return
+            with torch.no_grad():
+                t, it = timer.time(fn)
+            byts = passes * numel * eb
+            out.row(kernel="elementwise", dtype=name, m=numel, n="", k="", batch="", heads="",
+                    seq="", head_dim="", causal="", **{"pass": op}, bytes=int(byts), flops="",
+                    seconds=fmt(t), tflops="", gbs=fmt(byts / t / 1e9, 5),
+                    note=f"{passes} passes of {numel * eb} bytes iters={it}")
+        del x, y, x2, ln
+
+
+class Block(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(h)
+        self.qkv = nn.Linear(h, 3 * h)
+        self.proj = nn.Linear(h, h)
+        self.ln2 = nn.LayerNorm(h)
+        self.fc1 = nn.Linear(h, 4 * h)
+        self.fc2 = nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        if hasattr(F, "scaled_dot_product_attention"):
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # torch < 2.0 (the CPU smoke test only)
+            sc = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+            mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
+            a = torch.softmax(sc.masked_fill(mask, float("-inf")), dim=-1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class Gpt(nn.Module):
+    def __init__(self, layers, h, heads, seq, vocab):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, h)
+        self.wpe = nn.Embedding(seq, h)
+        self.blocks = nn.ModuleList(Block(h, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(h)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.ln(x) @ self.wte.weight.t()  # tied output layer
+        return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def run_train(args, dev, out, deadline):
+    # GPT-3 paper shapes (Brown et al. 2020, Table 2.1) at sequence 2048.
+    models = [("gpt3-125m", 12, 768, 12), ("gpt3-350m", 24, 1024, 16),
+              ("gpt3-760m", 24, 1536, 16), ("gpt3-1.3b", 24, 2048, 32),
+              ("gpt3-2.7b", 32, 2560, 32)]
+    mbs = [1, 4, 8, 16]
+    seq, vocab, steps, warm = 2048, args.vocab, 5, 3
+    if args.models:
+        models = [m for m in models if m[0] in args.models.split(",")]
+    if args.quick:
+        models, mbs, steps, warm = models[:1], [1, 4], 2, 1
+    if dev.type != "cuda":
+        models, mbs, seq, vocab, steps, warm = [("tiny", 2, 64, 4)], [2], 32, 512, 1, 1
+    for name, layers, h, heads in models:
+        if time.monotonic() > deadline:
+            return
+        torch.manual_seed(0)
+        if hasattr(torch.device, "__enter__"):
+            with dev:  # parameters initialised on the GPU itself
+                model = Gpt(layers, h, heads, seq, vocab)
+        else:
+            model = Gpt(layers, h, heads, seq, vocab).to(dev)
+        nparams = sum(p.numel() for p in model.parameters())
+        kw = {"fused": True} if dev.type == "cuda" else {}
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **kw)
+        # Model FLOPs: 6 N per token plus attention 12 L h s (Narayanan et al. 2021).
+        per_token = 6 * nparams + 12 * layers * h * seq
+        for mb in mbs:
+            if time.monotonic() > deadline:
+                break
+            status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
+            idx = torch.randint(0, vocab, (mb, seq), device=dev)
+            tgt = torch.randint(0, vocab, (mb, seq), device=dev)
+
+            def step():
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    loss = model(idx, tgt)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            try:
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                for _ in range(warm):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                    alloc = torch.cuda.max_memory_allocated() / 2**30
+                    reserved = torch.cuda.max_memory_reserved() / 2**30
+                step_s = (time.perf_counter() - t0) / steps
+            except torch.cuda.OutOfMemoryError:
+                status = "oom"
+                opt.zero_grad(set_to_none=True)
+            del idx, tgt
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+            tok = mb * seq / step_s if status == "ok" else float("nan")
+            out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
+                    micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
+                    tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
+                    peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
+                    status=status)
+            print(f"train {name} mb={mb}: {status} {step_s:.4f} s/step "
+                  f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
+            if status == "oom":
+                break
+        del model, opt
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def meta(dev, args):
+    m = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+         "torch": torch.__version__, "cuda": torch.version.cuda,
+         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+         "device": str(dev), "quick": args.quick, "target_s": args.target_s}
+    if dev.type == "cuda":
+        p = torch.cuda.get_device_properties(0)
+        m.update(gpu=p.name, sms=p.multi_processor_count, memory_bytes=p.total_memory,
+                 capability=f"{p.major}.{p.minor}")
+        try:
+            q = ("name,driver_version,clocks.max.sm,clocks.max.mem,power.limit,"
+                 "memory.total,pstate")
+            m["nvidia_smi"] = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={q}", "--format=csv"], capture_output=True,
+                text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as e:
+            m["nvidia_smi"] = f"unavailable: {e}"
+    return m
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="directory for kernels.csv, train.csv, meta.json")
+    ap.add_argument("--budget-s", type=float, default=240,
+                    help="seconds after which remaining sections are cut short")
+    ap.add_argument("--target-s", type=float, default=0.02, help="seconds per timed loop")
+    ap.add_argument("--vocab", type=int, default=50257, help="train: vocabulary size")
+    ap.add_argument("--models", default="", help="train: comma-separated model names (default all)")
+    ap.add_argument("--quick", action="store_true", help="a few shapes of each")
+    ap.add_argument("--sections", default="gemm,precision,attention,elementwise,bmm,train",
+                    help="comma-separated sections to run, in this order")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    t0 = time.monotonic()
+    info = meta(dev, args)
+    with open(os.path.join(args.out, "meta.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    print(json.dumps(info), file=sys.stderr, flush=True)
+    timer = Timer(dev, args.target_s)
+    kout = Writer(os.path.join(args.out, "kernels.csv"), FIELDS)
+    tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
+    sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    # Each section gets until its share of the budget has passed.
+    share = {"align": 0.05, "gemm": 0.30, "precision": 0.05, "attention": 0.20, "elementwise": 0.05,
+             "bmm": 0.05, "train": 0.35}
+    used = 0.0
+    for s in sections:
+        if s not in share:
+            sys.exit(f"unknown section '{s}': expected some of {', '.join(share)}")
+    for s in sections:
+        used += share[s]
+        deadline = t0 + args.budget_s * used / sum(share[x] for x in sections)
+        ts = time.monotonic()
+        if s == "align":
+            run_align(args, dev, timer, kout, deadline)
+        elif s == "gemm":
+            run_gemms(args, dev, timer, kout, deadline)
+        elif s == "precision":
+            run_gemm_precisions(args, dev, timer, kout, deadline)
+        elif s == "attention":
+            run_attention(args, dev, timer, kout, deadline)
+        elif s == "elementwise":
+            run_elementwise(args, dev, timer, kout, deadline)
+        elif s == "bmm":
+            run_bmm(args, dev, timer, kout, deadline)
+        elif s == "train":
+            run_train(args, dev, tout, deadline)
+        print(f"section {s}: {time.monotonic() - ts:.1f} s", file=sys.stderr, flush=True)
+    print(f"done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
