@@ -139,12 +139,19 @@ AccuracyReport EvaluateCases(const std::vector<const ReferenceCase*>& cases, con
   return rep;
 }
 
+// A run measured out of memory that the estimator calls fitting.
+void CheckOutOfMemory(const ReferenceCase& c, const Estimator& estimator, AccuracyReport* rep) {
+  rep->out_of_memory++;
+  if (Evaluate(c, estimator).predicted) rep->out_of_memory_called_fitting.push_back(c.id);
+}
+
 AccuracyReport EvaluateAccuracy(const ReferenceSet& refs, const Estimator& estimator) {
   std::vector<const ReferenceCase*> cases;
   for (const auto& c : refs.cases) cases.push_back(&c);
   AccuracyReport rep = EvaluateCases(cases, estimator);
   rep.skipped = refs.skipped;
   rep.infeasible_measured = refs.infeasible_measured;
+  for (const auto& c : refs.out_of_memory) CheckOutOfMemory(c, estimator, &rep);
   return rep;
 }
 
@@ -242,6 +249,8 @@ AccuracyReport CrossValidateBySource(const ReferenceSet& refs, const PerfParams&
     PerfParams fitted = FitParams(train, start, iterations);
     Estimator est(fitted);
     for (const ReferenceCase* c : test) rep.results.push_back(Evaluate(*c, est));
+    for (const auto& c : refs.out_of_memory)
+      if (c.source == held_out) CheckOutOfMemory(c, est, &rep);
   }
   // Report rows in the references' order.
   std::map<const ReferenceCase*, size_t> order;

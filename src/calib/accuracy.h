@@ -51,6 +51,10 @@ struct AccuracyReport {
   std::vector<SkippedCase> skipped;
   int infeasible_measured = 0;
   int not_predicted = 0;
+  // Runs measured out of memory (ReferenceSet::out_of_memory) and the ids of
+  // those the estimator called fitting (a wrong "fits").
+  int out_of_memory = 0;
+  std::vector<std::string> out_of_memory_called_fitting;
 };
 
 // Where the reference files are, under a data folder.

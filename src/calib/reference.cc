@@ -110,11 +110,12 @@ std::string SourceId(const std::string& text) {
 // The framework column -> a PerfParams framework ("" = by plan).
 std::string FrameworkName(const std::string& text) {
   std::string l = ToLower(text);
-  for (const char* exact : {"megatron", "megatron-legacy", "fsdp", "fsdp-fused", "deepspeed", "alpa"})
+  for (const char* exact : {"megatron", "megatron-legacy", "fsdp", "fsdp-fused", "pytorch", "deepspeed", "alpa"})
     if (l == exact) return exact;
   if (Contains(l, "deepspeed")) return "deepspeed";
   if (Contains(l, "fsdp") && (Contains(l, "fused") || Contains(l, "torch.compile"))) return "fsdp-fused";
   if (Contains(l, "fsdp")) return "fsdp";
+  if (Contains(l, "pytorch eager")) return "pytorch";
   if (Contains(l, "alpa")) return "alpa";
   if (Contains(l, "megatron-core") || Contains(l, "nemo") || Contains(l, "megatron-bridge")) return "megatron";
   if (Contains(l, "megatron") || Contains(l, "pytorch (nvidia")) return "megatron-legacy";
@@ -169,7 +170,7 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     auto kv_heads = opt_num(row, "kv_heads", &st), ffn = opt_num(row, "ffn_hidden", &st),
          vocab = opt_num(row, "vocab", &st),
          cp = opt_num(row, "cp", &st), tok_gpu = opt_num(row, "tokens_per_s_per_gpu", &st),
-         tok_total = opt_num(row, "tokens_per_s_total", &st);
+         tok_total = opt_num(row, "tokens_per_s_total", &st), mem_gb = opt_num(row, "memory_GB_per_gpu", &st);
     if (!st.ok()) return st;
     if (!tflops.ok()) return tflops.status();
     if (!sps.ok()) return sps.status();
@@ -201,6 +202,7 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     c.gpu_generation = Split(hw->first->name, '-')[0];
     c.arch = hw->first->arch;
     c.gpus = n;
+    if (mem_gb) c.measured_memory_gib = *mem_gb * 1e9 / (1024.0 * 1024 * 1024);
     std::string lname = ToLower(name);
     if (Contains(lname, "resnet-50")) {
       c.model = **FindModel("resnet-50");
@@ -225,6 +227,10 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
       c.model = *m;
       c.model.name = name;
       if (ToLower(opt(row, "ffn_kind")) == "swiglu") c.model.tf.gated_ffn = true;
+      std::string tied = ToLower(opt(row, "tied_embeddings"));
+      if (tied == "true") c.model.tf.tied_embeddings = true;
+      else if (!tied.empty() && tied != "false")
+        return InvalidArgument(t.Where(row, "tied_embeddings") + ": expected true, false or empty, got '" + tied + "'");
       // Llama 2/3 are trained without dropout (their configurations).
       if (Contains(lname, "llama")) c.model.tf.dropout = false;
       if (Contains(lname, "bert")) {
@@ -285,6 +291,9 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
       double flops = MegatronFlopsPerIteration(c.global_batch, s.seq_len, s.layers, s.hidden, s.vocab, with_recompute);
       c.measured_iteration_s = flops / (**tflops * 1e12 * n);
       c.note += std::string("time from TFLOP/s via the Megatron formula") + (with_recompute ? " (with recompute). " : ". ");
+    } else if (StartsWith(ToLower(opt(row, "other_result")), "out of memory") && c.global_batch > 0) {
+      out->out_of_memory.push_back(std::move(c));
+      continue;
     } else {
       out->skipped.push_back({id, c.global_batch > 0 ? "no time, throughput or TFLOP/s result with a known FLOP basis"
                                                      : "global batch and micro-batch not stated"});

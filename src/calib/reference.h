@@ -41,6 +41,10 @@ struct ReferenceCase {
   int zero = -1;  // ZeRO stage; -1 = unknown
   Precision precision = Precision::kBf16;
   double measured_iteration_s = 0;
+  // Memory per GPU as the source states it (published.csv memory_GB_per_gpu,
+  // in GiB); 0 = not stated. What it counts (allocated, reserved, the
+  // device's use) differs between sources: see the row's notes.
+  double measured_memory_gib = 0;
   std::string note;  // assumptions made reading the row
 };
 
@@ -53,6 +57,9 @@ struct ReferenceSet {
   std::vector<ReferenceCase> cases;
   std::vector<SkippedCase> skipped;
   int infeasible_measured = 0;  // Alpa entries marked -1 (out of memory)
+  // Published runs that failed for memory (other_result "out of memory ..."):
+  // everything but a time; the estimator must not call them fitting.
+  std::vector<ReferenceCase> out_of_memory;
 };
 
 // Reads calibration.csv; rows without a model shape or a usable result are

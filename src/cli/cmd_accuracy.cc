@@ -76,6 +76,11 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
          " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result), " +
          std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
+  if (rep.out_of_memory > 0) {
+    out += std::to_string(rep.out_of_memory) + " published runs measured out of memory, " +
+           std::to_string(rep.out_of_memory_called_fitting.size()) + " of them called fitting";
+    out += rep.out_of_memory_called_fitting.empty() ? ".\n" : ": " + Join(rep.out_of_memory_called_fitting, ", ") + ".\n";
+  }
   return out;
 }
 
@@ -128,16 +133,21 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       j["by_source"] = StatsListJson(rep.by_source);
       j["by_arch_and_framework"] = StatsListJson(rep.by_arch_and_framework);
       j["overall"] = StatsJson(rep.overall);
+      j["out_of_memory"] = {{"runs", rep.out_of_memory}, {"called_fitting", rep.out_of_memory_called_fitting}};
       j["rows"] = nlohmann::json::array();
       for (const auto& r : rep.results) {
         nlohmann::json row = {{"id", r.ref->id}, {"source", r.ref->source}, {"model", r.ref->model.name},
                               {"gpu", r.ref->topology.gpu->name}, {"arch", r.ref->arch}, {"gpus", r.ref->gpus},
                               {"measured_s", r.measured_s}, {"throughput_error", r.throughput_error},
                               {"note", r.ref->note}};
+        if (r.ref->measured_memory_gib > 0) row["measured_memory_gib"] = r.ref->measured_memory_gib;
         if (r.predicted) {
           row["predicted_s"] = r.predicted_s;
           row["time_error"] = r.time_error;
           row["framework"] = r.estimate.framework;
+          row["predicted_memory_gib"] = r.estimate.memory.total_gib;
+          // What an allocator's peak counts: no context, no fragmentation.
+          row["predicted_allocated_gib"] = r.estimate.memory.total_gib - r.estimate.memory.overhead_gib;
           row["plan"] = PlanToJson(r.estimate.plan);
         } else {
           row["reason"] = r.reason;

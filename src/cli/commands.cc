@@ -13,6 +13,8 @@ const std::vector<CommandSpec>& Commands() {
       {"estimate", "Estimate one parallel plan: time, throughput, memory, breakdown", SetupEstimate},
       {"plan", "Search parallel plans (full search or an Arena grid) and rank them", SetupPlan},
       {"accuracy", "Compare the estimator with published and Alpa-measured runs", SetupAccuracy},
+      {"kernels", "Compare GPU kernel times measured with scripts/measure-kernels.py with the estimator",
+       SetupKernels},
       {"calibrate", "Fit the estimator's parameters from measurements in TESSEL_DATA", SetupCalibrate},
       {"clusters", "List the embedded clusters (or show a cluster YAML file)", SetupClusters},
       {"policies", "List the scheduling policies and their options", SetupPolicies},

@@ -42,6 +42,7 @@ CommandAction SetupEstimate(CLI::App& app, CommandIo io);
 CommandAction SetupPlan(CLI::App& app, CommandIo io);
 CommandAction SetupAccuracy(CLI::App& app, CommandIo io);
 CommandAction SetupCalibrate(CLI::App& app, CommandIo io);
+CommandAction SetupKernels(CLI::App& app, CommandIo io);
 CommandAction SetupClusters(CLI::App& app, CommandIo io);
 CommandAction SetupPolicies(CLI::App& app, CommandIo io);
 CommandAction SetupGenTrace(CLI::App& app, CommandIo io);

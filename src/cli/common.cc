@@ -100,7 +100,7 @@ void JobFlags::Add(CLI::App& app) {
   topo.Add(app);
   params.Add(app);
   app.add_option("--precision", precision, "fp32|tf32|fp16|bf16|fp8 (default: the model's)");
-  app.add_option("--framework", framework, "Training framework: megatron|megatron-legacy|fsdp|fsdp-fused|deepspeed|alpa (default from the plan: ZeRO-3 is fsdp, ZeRO-2 with p = 1 fsdp (t = 1) or deepspeed (t > 1), ZeRO-1/2 with p > 1 deepspeed (megatron when interleaved), else megatron)");
+  app.add_option("--framework", framework, "Training framework: megatron|megatron-legacy|fsdp|fsdp-fused|pytorch|deepspeed|alpa (default from the plan: ZeRO-3 is fsdp, ZeRO-2 with p = 1 fsdp (t = 1) or deepspeed (t > 1), ZeRO-1/2 with p > 1 deepspeed (megatron when interleaved), else megatron)");
 }
 
 Result<JobInputs> JobFlags::Resolve() const {

@@ -17,9 +17,8 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   // FP8 training quantizes the linear layers only; the rest runs in 16 bits.
   const bool fp8 = precision == Precision::kFp8;
   peak_ = DensePeakTflops(gpu, fp8 ? Precision::kBf16 : precision) * 1e12;
-  double legacy = 1.0;  // sm_80-style kernels on an architecture with a newer native path
-  if (!framework.native_kernels && a.attention_best > 0 && a.attention_fa2 > 0)
-    legacy = std::min(1.0, a.attention_fa2 / a.attention_best);
+  // sm_80-style kernels on an architecture with a newer native path.
+  const double legacy = framework.native_kernels ? 1.0 : a.legacy_gemm;
   gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency * legacy, 0.01, 1.0);
   // A framework without FP8 runs it in 16 bits (ValidatePlan refuses it).
   fp8_linear_ = fp8 && framework.fp8;
@@ -29,6 +28,10 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;
   elem_bytes_ = ActivationBytes(precision);
+  gemm_bytes_ = fp8 ? 2.0 : elem_bytes_;
+  unaligned_ = a.unaligned_gemm;
+  seq_half_ = a.attention_seq_half;
+  seq_half_causal_ = a.attention_seq_half_causal;
   overhead_s_ = params.kernel_overhead_s;
   dim_half_ = params.gemm_dim_half;
   tile_ = params.gemm_tile;
@@ -42,8 +45,17 @@ double ComputeModel::GemmAt(double m, double n, double k, double count, double p
   double wave = 1.0;
   if (sms_ > 0) {
     double tiles = count * std::ceil(m / tile_) * std::ceil(n / tile_);
+    // Too few output tiles for the SMs: cuBLAS splits the reduction over k
+    // (split-K / stream-K) into as many slices as fill them, each at least
+    // two tiles deep.
+    if (tiles < sms_) tiles *= std::max(1.0, std::min(std::floor(sms_ / tiles), std::floor(k / (2 * tile_))));
     wave = tiles / (std::ceil(tiles / sms_) * sms_);
   }
+  // A dimension off the 16-byte grid keeps the GEMM off the aligned
+  // tensor-core path (operands' rows are not 16-byte aligned).
+  const double grid = 16.0 / gemm_bytes_;
+  auto off = [grid](double x) { return std::fmod(x, grid) != 0; };
+  if (off(m) || off(n) || off(k)) eff *= unaligned_;
   double t_compute = flops / (peak * eff * U(m) * U(n) * U(k) * wave);
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
   return count * std::max(t_compute, t_memory) + overhead_s_;
@@ -66,8 +78,10 @@ double ComputeModel::FusedAttentionForward(double batch_heads, double seq, doubl
                                            bool causal) const {
   if (batch_heads <= 0) return 0.0;
   double flops = 4.0 * batch_heads * seq * seq * head_dim * (causal ? 0.5 : 1.0);
-  // Published figures are at head dim 128 and long sequences.
-  double eff = attn_eff_ * U(head_dim) / U(128) * U(seq) / U(2048);
+  // Published figures are at head dim 128 and long sequences; shorter
+  // sequences reach seq / (seq + half) of them (ArchEfficiency).
+  const double half = causal ? seq_half_causal_ : seq_half_;
+  double eff = attn_eff_ * U(head_dim) / U(128) * seq / (seq + half);
   return flops / (peak_ * eff) + overhead_s_;
 }
 

@@ -8,7 +8,8 @@
 // framework's kernel efficiency (1 for cuBLAS-calling frameworks); u()
 // makes small hidden sizes and micro-batches slower, as tensor-core tiles go
 // unfilled. Fused attention runs at the architecture's published
-// FlashAttention fraction of peak.
+// FlashAttention fraction of peak times seq / (seq + half) (causal and full
+// attention have their own half-points).
 #pragma once
 
 #include "hardware/gpu.h"
@@ -68,6 +69,9 @@ class ComputeModel {
   double attn_eff_;    // fraction of peak of the framework's fused attention kernel
   double mem_bw_;      // achieved bytes/s
   double elem_bytes_;
+  double gemm_bytes_;       // bytes per element of the 16-bit (or wider) GEMM operands
+  double unaligned_ = 1.0;  // ArchEfficiency::unaligned_gemm
+  double seq_half_ = 48, seq_half_causal_ = 48;  // ArchEfficiency::attention_seq_half*
   double overhead_s_;
   double dim_half_;
   double tile_;  // output tile side of one thread block (PerfParams::gemm_tile)

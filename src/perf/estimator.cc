@@ -161,7 +161,9 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   // dropouts, the SwiGLU product and the q/k/v layout copies.
   double ew_kernels = 5 + (fused_ew ? 0 : (dropout ? 2 : 0) + (s.gated_ffn ? 1 : 0) + 3);
   if (!fused_ew) {
-    ew_bytes *= c.fw.eager_elementwise_traffic;
+    // The eager chains are the Llama family's (RMSNorm, rotary, SwiGLU);
+    // nn.LayerNorm and F.gelu are single kernels even in eager PyTorch.
+    if (s.gated_ffn) ew_bytes *= c.fw.eager_elementwise_traffic;
     ew_bytes += tokens * (h + 2 * kv) / t * 2 * e;  // q, k, v made contiguous per head
   }
   double ew = c.cm.Elementwise(ew_bytes, ew_kernels);
@@ -234,6 +236,13 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   return lc;
 }
 
+// The vocabulary as the framework builds its layers: padded to a multiple of
+// vocab_pad_multiple x t (Megatron), else as the tokenizer gives it.
+double PaddedVocab(const Ctx& c) {
+  const double v = c.req.model->tf.vocab, m = static_cast<double>(c.fw.vocab_pad_multiple) * c.plan.tp;
+  return c.fw.vocab_pad_multiple > 1 ? std::ceil(v / m) * m : v;
+}
+
 // Input embedding (first stage) and output layer + loss (last stage).
 LayerCost EmbeddingCost(const Ctx& c) {
   const TransformerShape& s = c.req.model->tf;
@@ -242,7 +251,7 @@ LayerCost EmbeddingCost(const Ctx& c) {
   LayerCost lc;
   lc.fwd_s = c.cm.Elementwise(tokens * s.hidden * c.cm.elem_bytes() * 2 / t, 2);
   lc.bwd_s = lc.fwd_s;
-  lc.params = static_cast<double>(s.vocab) * s.hidden / t;
+  lc.params = PaddedVocab(c) * s.hidden / t;
   lc.act_bytes = c.act.dropout ? tokens * s.hidden / t : 0;  // dropout mask
   return lc;
 }
@@ -252,9 +261,10 @@ LayerCost HeadCost(const Ctx& c) {
   const double tokens = static_cast<double>(c.plan.micro_batch) * s.seq_len;
   const double t = c.plan.tp;
   LayerCost lc;
-  double logits = c.cm.Gemm(tokens, s.vocab / t, s.hidden);
-  // fp32 cross-entropy over the vocabulary shard: upcast, softmax, grad.
-  double ce = c.cm.Elementwise(tokens * s.vocab / t * 4.0 * 3, 3);
+  const double v = PaddedVocab(c) / t;  // the vocabulary shard
+  double logits = c.cm.Gemm(tokens, v, s.hidden);
+  // fp32 cross-entropy over the shard (FrameworkProfile::loss_traffic_bytes).
+  double ce = c.cm.Elementwise(tokens * v * c.fw.loss_traffic_bytes / 2, 3);
   lc.fwd_s = logits + ce;
   lc.bwd_s = 2 * logits + ce;
   if (c.plan.tp > 1) {
@@ -262,14 +272,13 @@ LayerCost HeadCost(const Ctx& c) {
     lc.tp_fwd_s = c.coll.Time(Collective::kAllGather, bytes, TpGroup(c));
     lc.tp_bwd_s = c.coll.Time(Collective::kReduceScatter, bytes, TpGroup(c));
   }
-  lc.params = (s.tied_embeddings ? 0.0 : static_cast<double>(s.vocab) * s.hidden / t) + 2 * s.hidden;
+  lc.params = (s.tied_embeddings ? 0.0 : v * s.hidden) + 2 * s.hidden;
   // Kept: the final LayerNorm's input and output and, unless the loss is
-  // chunked, the fp32 softmax of the vocabulary shard (its gradient is
-  // computed in place); transient: the logits' 16-bit gradient.
-  const double v = static_cast<double>(s.vocab) / t;
+  // chunked, the fp32 softmax of the vocabulary shard; transient: what the
+  // loss's backward allocates beside it (loss_backward_bytes per logit).
   lc.act_bytes = tokens * (2 * s.hidden * c.cm.elem_bytes() / t + (c.fw.chunked_loss ? 0.0 : 4.0 * v));
-  lc.work_bytes = c.fw.chunked_loss ? 0.0 : tokens * v * c.cm.elem_bytes();
-  lc.hw_flops = 3 * 2.0 * tokens * s.hidden * s.vocab / t;
+  lc.work_bytes = c.fw.chunked_loss ? 0.0 : tokens * v * c.fw.loss_backward_bytes;
+  lc.hw_flops = 3 * 2.0 * tokens * s.hidden * v;
   return lc;
 }
 

@@ -35,6 +35,31 @@ struct ArchEfficiency {
   // cuDNN on Hopper; the same as FlashAttention-2 elsewhere).
   double attention_best = 0.5;
   double memory = 0.8;        // fraction of memory bandwidth elementwise kernels reach
+  // Fused attention's throughput grows with the sequence as s / (s + half):
+  // each head's tiles pay a fixed cost (loading Q, rescaling, writing O) per
+  // row of s x d work, and causal masking leaves the diagonal tiles half
+  // used and the rows unevenly long. The attention fractions above are the
+  // long-sequence asymptotes. Measured where a kernel sweep exists
+  // (data/measured/h100-kernels.csv); elsewhere gemm_dim_half's 48.
+  double attention_seq_half = 48;
+  double attention_seq_half_causal = 48;
+  // A 16-bit GEMM with a dimension that is not a multiple of 8 elements (16
+  // bytes: GPT-2's vocabulary of 50,257 unpadded) cannot use the aligned
+  // tensor-core path and runs at this fraction of the aligned efficiency.
+  // Hopper: 0.20 measured (TMA and wgmma need 16-byte-aligned strides; the
+  // fallback kernels ran 95-160 of about 700 TFLOP/s, h100-kernels.csv,
+  // "vocab" rows). 1 where not measured.
+  double unaligned_gemm = 1.0;
+  // GEMMs of code generated for the previous architecture (sm_80 kernels:
+  // mma.sync without Hopper's wgmma and TMA) run at this fraction of the
+  // native efficiency. Hopper: 0.636, FlashAttention-2's published H100
+  // forward+backward fraction of peak over FlashAttention-3's (0.35 over
+  // 0.55; Dao 2023, Shah et al. 2024), the one published comparison of the
+  // two code paths on the same work. (The attention kernels measured
+  // here give 0.58, FlashAttention-2's 0.325 over cuDNN's 0.56; attention
+  // carries softmax work a GEMM does not, so that ratio is not taken.)
+  // 1 elsewhere.
+  double legacy_gemm = 1.0;
   // FP8 GEMMs reach this fraction of the efficiency 16-bit GEMMs reach (each
   // against its own dense peak): the ratio of the best published FP8 and
   // BF16 large-GEMM fractions (Bekman's maximum achievable matmul on H100
@@ -58,14 +83,33 @@ struct FrameworkProfile {
   // fewer launches and memory passes per layer.
   bool fused_elementwise = true;
   // Without fused kernels, memory traffic of the elementwise work relative
-  // to the fused minimum: eager RMSNorm/LayerNorm upcast to fp32 and run as
-  // a chain of ops, rotary embeddings and SwiGLU as separate kernels.
+  // to the fused minimum: eager RMSNorm upcast to fp32 and run as a chain of
+  // ops, rotary embeddings and SwiGLU as separate kernels. Applied to models
+  // with a gated FFN (the Llama family: RMSNorm, rotary, SwiGLU); LayerNorm
+  // and GeLU models' eager kernels (nn.LayerNorm, F.gelu) are single passes.
   double eager_elementwise_traffic = 1.0;
   // The default recipe trains with dropout (masks stored for backward).
   bool dropout = true;
   // Cross-entropy computed in chunks / fused with its gradient: no fp32
   // copy of the logits is kept for backward.
   bool chunked_loss = false;
+  // Cross-entropy over the fp32 logits, per logit of the vocabulary shard:
+  // bytes its kernels move forward and backward together, and bytes its
+  // backward allocates beside the kept softmax (not chunked). Megatron's
+  // fused vocabulary-parallel cross-entropy: upcast, softmax and gradient in
+  // three fp32 passes each way (24), the gradient computed in place and cast
+  // to 16 bits (2); the FSDP profiles keep these (their stacks' model code
+  // computes the loss fused or in 16 bits: llm-foundry's fused
+  // cross-entropy, fms-fsdp's bf16 logits). Eager F.cross_entropy over
+  // upcast logits (the `pytorch` profile): forward cast (2 + 4) and
+  // log_softmax (two fp32 reads and a write, 12); backward nll_loss's dense
+  // fp32 gradient (4), log_softmax's backward (reads 8, writes 4) and the
+  // cast back (4 + 2): 40 moved, and nll_loss's gradient with
+  // log_softmax's input gradient (8) held beside the kept output. Measured
+  // on an H100 (data/measured/published.csv, source tessel-h100-eager: a
+  // 125M model at micro-batch 16 peaks 7 GiB above the 2-byte reading).
+  double loss_traffic_bytes = 24;
+  double loss_backward_bytes = 2;
   // Selective recompute: `core-attention` (Megatron: the attention scores
   // and softmax are recomputed) or op-level (PyTorch selective activation
   // checkpointing: elementwise ops and every other matmul are recomputed,
@@ -148,9 +192,8 @@ struct FrameworkProfile {
   // FSDP unit pre/post hooks, pipeline instructions), microseconds.
   double layer_overhead_us = 0;
   // Its kernels use the newest architecture's native tensor-core path
-  // (Hopper's wgmma/TMA). Code generated for sm_80 runs on Hopper at the
-  // ratio of FlashAttention-2 to FlashAttention-3 throughput there
-  // (attention_fa2 / attention_best of the architecture).
+  // (Hopper's wgmma/TMA). Code generated for sm_80 runs its GEMMs at the
+  // architecture's legacy_gemm.
   bool native_kernels = true;
   // FP8 training of the linear layers (Transformer Engine in Megatron-Core
   // and NeMo; torchao float8 under FSDP2): their GEMMs run in FP8 with their
@@ -182,6 +225,11 @@ struct FrameworkProfile {
   // gradient_accumulation_fusion) or compiled (XLA), or left to autograd's
   // in-place add of 16-bit gradients (a few bytes, not modelled).
   double bf16_grad_accum_bytes = 0;
+  // The vocabulary is padded to a multiple of this times t before the
+  // embedding and output layer are built (Megatron-LM's and
+  // Megatron-DeepSpeed's --make-vocab-size-divisible-by 128); 1 = used as
+  // the tokenizer gives it (Hugging Face models under FSDP, Alpa).
+  int vocab_pad_multiple = 1;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
