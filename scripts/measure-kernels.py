@@ -25,6 +25,11 @@ WHAT
                2048, vocab 50257) on the one GPU: eager PyTorch, bf16
                autocast over fp32 weights, SDPA attention, fused AdamW; tokens/s
                and peak allocated memory; "oom" where it does not fit.
+    llama      Llama-family models (TinyLlama-1.1B, Llama 3.2 1B and 3B shapes)
+               written as Hugging Face writes them (eager RMSNorm, rotary,
+               SwiGLU, repeat_kv + SDPA) under FSDP2 on a one-rank process
+               group, without and with full recompute, sequences 2048/4096
+               (section "llama", not in the default list).
   Each kernel is timed with CUDA events around a loop of back-to-back launches
   sized to about 20 ms, after warm-up; the median of three such loops.
 
@@ -60,12 +65,14 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 FIELDS = ["kernel", "dtype", "m", "n", "k", "batch", "heads", "seq", "head_dim", "causal",
           "pass", "bytes", "flops", "seconds", "tflops", "gbs", "note"]
 TRAIN_FIELDS = ["model", "layers", "hidden", "heads", "seq", "vocab", "micro_batch", "params",
                 "step_seconds", "tokens_per_s", "model_tflops", "peak_alloc_gib",
-                "peak_reserved_gib", "status"]
+                "peak_reserved_gib", "status", "kv_heads", "ffn_hidden", "ffn_kind", "tied",
+                "recompute", "wrapper"]
 
 
 class Timer:
@@ -348,6 +355,24 @@ def run_elementwise(args, dev, timer, out, deadline):
         del x, y, x2, ln
 
 
+def causal_attention(q, k, v):
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    # torch < 2.0 (the CPU smoke test only)
+    s = q.shape[-2]
+    sc = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+    return torch.softmax(sc.masked_fill(mask, float("-inf")), dim=-1) @ v
+
+
+def on_device(dev, make):
+    """Builds a module with its parameters initialised on `dev` itself."""
+    if hasattr(torch.device, "__enter__"):
+        with dev:
+            return make()
+    return make().to(dev)
+
+
 class Block(nn.Module):
     def __init__(self, h, heads):
         super().__init__()
@@ -363,12 +388,7 @@ class Block(nn.Module):
         b, s, h = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
         q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
-        if hasattr(F, "scaled_dot_product_attention"):
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:  # torch < 2.0 (the CPU smoke test only)
-            sc = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-            mask = torch.ones(s, s, dtype=torch.bool, device=x.device).triu(1)
-            a = torch.softmax(sc.masked_fill(mask, float("-inf")), dim=-1) @ v
+        a = causal_attention(q, k, v)
         x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
@@ -407,11 +427,7 @@ def run_train(args, dev, out, deadline):
         if time.monotonic() > deadline:
             return
         torch.manual_seed(0)
-        if hasattr(torch.device, "__enter__"):
-            with dev:  # parameters initialised on the GPU itself
-                model = Gpt(layers, h, heads, seq, vocab)
-        else:
-            model = Gpt(layers, h, heads, seq, vocab).to(dev)
+        model = on_device(dev, lambda: Gpt(layers, h, heads, seq, vocab))
         nparams = sum(p.numel() for p in model.parameters())
         kw = {"fused": True} if dev.type == "cuda" else {}
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **kw)
@@ -457,7 +473,8 @@ def run_train(args, dev, out, deadline):
                     micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
                     tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
                     peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
-                    status=status)
+                    status=status, kv_heads=heads, ffn_hidden=4 * h, ffn_kind="gelu", tied=1,
+                    recompute="none", wrapper="none (bf16 autocast)")
             print(f"train {name} mb={mb}: {status} {step_s:.4f} s/step "
                   f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
             if status == "oom":
@@ -465,6 +482,188 @@ def run_train(args, dev, out, deadline):
         del model, opt
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+
+
+class RMSNorm(nn.Module):
+    """Hugging Face LlamaRMSNorm, eager: upcast, pow, mean, rsqrt, multiply,
+    downcast, weight."""
+
+    def __init__(self, h, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotary(x, cos, sin):
+    """Rotary embedding as Hugging Face's rotate_half, x [b, heads, s, d]."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, h, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv, self.d = heads, kv_heads, h // heads
+        self.norm1 = RMSNorm(h)
+        self.q = nn.Linear(h, h, bias=False)
+        self.k = nn.Linear(h, kv_heads * self.d, bias=False)
+        self.v = nn.Linear(h, kv_heads * self.d, bias=False)
+        self.o = nn.Linear(h, h, bias=False)
+        self.norm2 = RMSNorm(h)
+        self.gate = nn.Linear(h, ffn, bias=False)
+        self.up = nn.Linear(h, ffn, bias=False)
+        self.down = nn.Linear(ffn, h, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, h = x.shape
+        y = self.norm1(x)
+        q = self.q(y).view(b, s, self.heads, self.d).transpose(1, 2)
+        k = self.k(y).view(b, s, self.kv, self.d).transpose(1, 2)
+        v = self.v(y).view(b, s, self.kv, self.d).transpose(1, 2)
+        q, k = rotary(q, cos, sin), rotary(k, cos, sin)
+        rep = self.heads // self.kv  # Hugging Face repeat_kv: expand + reshape
+        k = k[:, :, None].expand(b, self.kv, rep, s, self.d).reshape(b, self.heads, s, self.d)
+        v = v[:, :, None].expand(b, self.kv, rep, s, self.d).reshape(b, self.heads, s, self.d)
+        a = causal_attention(q, k, v)
+        x = x + self.o(a.transpose(1, 2).reshape(b, s, h))
+        y = self.norm2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers, h, heads, kv_heads, ffn, vocab, seq, tied, checkpoint):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, h)
+        self.blocks = nn.ModuleList(LlamaBlock(h, heads, kv_heads, ffn) for _ in range(layers))
+        self.norm = RMSNorm(h)
+        self.out = None if tied else nn.Linear(h, vocab, bias=False)
+        self.checkpoint = checkpoint
+        d = h // heads
+        inv = 1.0 / (500000.0 ** (torch.arange(0, d, 2).float() / d))
+        f = torch.outer(torch.arange(seq).float(), inv)
+        emb = torch.cat((f, f), dim=-1)
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("sin", emb.sin(), persistent=False)
+
+    def forward(self, idx, targets):
+        x = self.embed(idx)
+        cos, sin = self.cos.to(x.dtype), self.sin.to(x.dtype)
+        for blk in self.blocks:
+            if self.checkpoint:
+                x = torch.utils.checkpoint.checkpoint(blk, x, cos, sin, use_reentrant=False)
+            else:
+                x = blk(x, cos, sin)
+        x = self.norm(x)
+        logits = x @ self.embed.weight.t() if self.out is None else self.out(x)
+        return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(0, 1))
+
+
+def run_llama(args, dev, out, deadline):
+    """Llama-family models under FSDP2 (fully_shard per block and the root,
+    bf16 parameters, fp32 gradient reduction) on one GPU as a one-rank
+    process group: FSDP's hooks, casts and copies with nothing to
+    communicate. Full recompute = torch.utils.checkpoint per block."""
+    # Published shapes: TinyLlama-1.1B (its config), Llama 3.2 1B and 3B
+    # (Meta's configs: tied embeddings, vocabulary 128,256).
+    models = [("tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, False),
+              ("llama3.2-1b", 16, 2048, 32, 8, 8192, 128256, True),
+              ("llama3.2-3b", 28, 3072, 24, 8, 8192, 128256, True)]
+    configs = [(2048, "none", [1, 2, 4, 8]), (2048, "full", [4, 8, 16]), (4096, "none", [1, 2, 4])]
+    steps, warm = 5, 3
+    if args.models:
+        models = [m for m in models if m[0] in args.models.split(",")]
+    if args.quick or dev.type != "cuda":
+        models, configs, steps, warm = [("tiny-llama", 2, 64, 4, 2, 128, 512, True)], [(32, "none", [2]), (32, "full", [2])], 1, 1
+    fsdp = None
+    if dev.type == "cuda":
+        import torch.distributed as dist
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        if not dist.is_initialized():
+            dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29531", rank=0, world_size=1)
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+
+        def fsdp(model):
+            for blk in model.blocks:
+                fully_shard(blk, mp_policy=mp)
+            fully_shard(model, mp_policy=mp)
+    for name, layers, h, heads, kv, ffn, vocab, tied in models:
+        for seq, rc, mbs in configs:
+            if time.monotonic() > deadline:
+                return
+            torch.manual_seed(0)
+            try:
+                model = on_device(dev, lambda: Llama(layers, h, heads, kv, ffn, vocab, seq, tied,
+                                                     rc == "full"))
+                nparams = sum(p.numel() for p in model.parameters())
+                if fsdp:
+                    fsdp(model)
+                try:
+                    opt = torch.optim.AdamW(model.parameters(), lr=1e-4,
+                                            fused=dev.type == "cuda")
+                except (RuntimeError, TypeError) as e:
+                    print(f"fused AdamW refused ({e}); foreach", file=sys.stderr)
+                    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+            except Exception as e:  # noqa: BLE001 - record why, go on
+                print(f"llama {name} s={seq} rc={rc}: setup failed: {e!r}", file=sys.stderr)
+                continue
+            per_token = 6 * nparams + 12 * layers * h * seq
+            for mb in mbs:
+                if time.monotonic() > deadline:
+                    break
+                status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
+                idx = torch.randint(0, vocab, (mb, seq), device=dev)
+                tgt = torch.randint(0, vocab, (mb, seq), device=dev)
+
+                def step():
+                    loss = model(idx, tgt)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                try:
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize()
+                        torch.cuda.reset_peak_memory_stats()
+                    for _ in range(warm):
+                        step()
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(steps):
+                        step()
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize()
+                        alloc = torch.cuda.max_memory_allocated() / 2**30
+                        reserved = torch.cuda.max_memory_reserved() / 2**30
+                    step_s = (time.perf_counter() - t0) / steps
+                except torch.cuda.OutOfMemoryError:
+                    status = "oom"
+                    opt.zero_grad(set_to_none=True)
+                except Exception as e:  # noqa: BLE001 - record why, go on
+                    print(f"llama {name} mb={mb}: {e!r}", file=sys.stderr)
+                    status = "error"
+                del idx, tgt
+                if dev.type == "cuda":
+                    torch.cuda.empty_cache()
+                tok = mb * seq / step_s if status == "ok" else float("nan")
+                out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
+                        micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
+                        tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
+                        peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
+                        status=status, kv_heads=kv, ffn_hidden=ffn, ffn_kind="swiglu",
+                        tied=int(tied), recompute=rc, wrapper="fsdp2" if fsdp else "none")
+                print(f"llama {name} s={seq} rc={rc} mb={mb}: {status} {step_s:.4f} s/step "
+                      f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
+                if status != "ok":
+                    break
+            del model, opt
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
 
 
 def meta(dev, args):
@@ -512,7 +711,7 @@ def main():
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     # Each section gets until its share of the budget has passed.
-    share = {"align": 0.05, "gemm": 0.30, "precision": 0.05, "attention": 0.20, "elementwise": 0.05,
+    share = {"llama": 0.35, "align": 0.05, "gemm": 0.30, "precision": 0.05, "attention": 0.20, "elementwise": 0.05,
              "bmm": 0.05, "train": 0.35}
     used = 0.0
     for s in sections:
@@ -536,6 +735,8 @@ def main():
             run_bmm(args, dev, timer, kout, deadline)
         elif s == "train":
             run_train(args, dev, tout, deadline)
+        elif s == "llama":
+            run_llama(args, dev, tout, deadline)
         print(f"section {s}: {time.monotonic() - ts:.1f} s", file=sys.stderr, flush=True)
     print(f"done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
 

@@ -22,7 +22,10 @@ namespace {
 Result<std::pair<const GpuSpec*, const NodeType*>> ParseHardware(const std::string& text) {
   std::string l = ToLower(text);
   std::string gpu, node;
-  if (Contains(l, "h100")) {
+  if (Contains(l, "h200")) {
+    gpu = "h200";
+    node = "dgx-h200";
+  } else if (Contains(l, "h100")) {
     gpu = "h100-sxm";
     node = "dgx-h100";
   } else if (Contains(l, "a100")) {

@@ -317,13 +317,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6625);
+  UnfittedArch(p, "pascal", 0.6736);
   FittedArch(p, "volta", 0.7871);
-  UnfittedArch(p, "turing", 0.6235);
+  UnfittedArch(p, "turing", 0.634);
   FittedArch(p, "ampere", 0.6733);
-  UnfittedArch(p, "ada", 0.7404);
-  FittedArch(p, "hopper", 0.6391);
-  FittedFramework(p, "alpa", 0.8072);
+  UnfittedArch(p, "ada", 0.7528);
+  FittedArch(p, "hopper", 0.6498);
+  FittedFramework(p, "alpa", 0.8047);
   // END GENERATED
   return p;
 }
