@@ -410,6 +410,52 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
+def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
+    """Mean seconds of `steps` training steps after `warm` warm-up ones, and
+    the peak allocated and reserved GiB: (status, seconds, alloc, reserved),
+    status "oom" when the step does not fit, "error" (printed) otherwise."""
+    status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
+    idx = torch.randint(0, vocab, (mb, seq), device=dev)
+    tgt = torch.randint(0, vocab, (mb, seq), device=dev)
+
+    def step():
+        if autocast:
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                loss = model(idx, tgt)
+        else:
+            loss = model(idx, tgt)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    try:
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        for _ in range(warm):
+            step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+            alloc = torch.cuda.max_memory_allocated() / 2**30
+            reserved = torch.cuda.max_memory_reserved() / 2**30
+        step_s = (time.perf_counter() - t0) / steps
+    except torch.cuda.OutOfMemoryError:
+        status = "oom"
+        opt.zero_grad(set_to_none=True)
+    except Exception as e:  # noqa: BLE001 - record why, go on
+        print(f"step at micro-batch {mb}: {e!r}", file=sys.stderr)
+        status = "error"
+        opt.zero_grad(set_to_none=True)
+    del idx, tgt
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return status, step_s, alloc, reserved
+
+
 def run_train(args, dev, out, deadline):
     # GPT-3 paper shapes (Brown et al. 2020, Table 2.1) at sequence 2048.
     models = [("gpt3-125m", 12, 768, 12), ("gpt3-350m", 24, 1024, 16),
@@ -436,38 +482,8 @@ def run_train(args, dev, out, deadline):
         for mb in mbs:
             if time.monotonic() > deadline:
                 break
-            status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
-            idx = torch.randint(0, vocab, (mb, seq), device=dev)
-            tgt = torch.randint(0, vocab, (mb, seq), device=dev)
-
-            def step():
-                with torch.autocast(dev.type, dtype=torch.bfloat16):
-                    loss = model(idx, tgt)
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-            try:
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                for _ in range(warm):
-                    step()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(steps):
-                    step()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                    alloc = torch.cuda.max_memory_allocated() / 2**30
-                    reserved = torch.cuda.max_memory_reserved() / 2**30
-                step_s = (time.perf_counter() - t0) / steps
-            except torch.cuda.OutOfMemoryError:
-                status = "oom"
-                opt.zero_grad(set_to_none=True)
-            del idx, tgt
-            if dev.type == "cuda":
-                torch.cuda.empty_cache()
+            status, step_s, alloc, reserved = time_steps(model, opt, dev, mb, seq, vocab, steps,
+                                                         warm, autocast=True)
             tok = mb * seq / step_s if status == "ok" else float("nan")
             out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
                     micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
@@ -477,7 +493,7 @@ def run_train(args, dev, out, deadline):
                     recompute="none", wrapper="none (bf16 autocast)")
             print(f"train {name} mb={mb}: {status} {step_s:.4f} s/step "
                   f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
-            if status == "oom":
+            if status != "ok":
                 break
         del model, opt
         if dev.type == "cuda":
@@ -616,40 +632,8 @@ def run_llama(args, dev, out, deadline):
             for mb in mbs:
                 if time.monotonic() > deadline:
                     break
-                status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
-                idx = torch.randint(0, vocab, (mb, seq), device=dev)
-                tgt = torch.randint(0, vocab, (mb, seq), device=dev)
-
-                def step():
-                    loss = model(idx, tgt)
-                    loss.backward()
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                try:
-                    if dev.type == "cuda":
-                        torch.cuda.synchronize()
-                        torch.cuda.reset_peak_memory_stats()
-                    for _ in range(warm):
-                        step()
-                    if dev.type == "cuda":
-                        torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    for _ in range(steps):
-                        step()
-                    if dev.type == "cuda":
-                        torch.cuda.synchronize()
-                        alloc = torch.cuda.max_memory_allocated() / 2**30
-                        reserved = torch.cuda.max_memory_reserved() / 2**30
-                    step_s = (time.perf_counter() - t0) / steps
-                except torch.cuda.OutOfMemoryError:
-                    status = "oom"
-                    opt.zero_grad(set_to_none=True)
-                except Exception as e:  # noqa: BLE001 - record why, go on
-                    print(f"llama {name} mb={mb}: {e!r}", file=sys.stderr)
-                    status = "error"
-                del idx, tgt
-                if dev.type == "cuda":
-                    torch.cuda.empty_cache()
+                status, step_s, alloc, reserved = time_steps(model, opt, dev, mb, seq, vocab,
+                                                             steps, warm, autocast=False)
                 tok = mb * seq / step_s if status == "ok" else float("nan")
                 out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
                         micro_batch=mb, params=nparams, step_seconds=fmt(step_s),

@@ -142,6 +142,25 @@ INSTANTIATE_TEST_SUITE_P(
                  "compare submit jobs job cancel nodes loadtest"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// `tessel kernels` on the built-in H100 sweep: groups and the Hopper
+// figures it determines; a file in the wrong shape is refused by name.
+TEST(Cli, KernelsJsonContract) {
+  Out r = RunTessel({"kernels", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu"], "h100-sxm");
+  ASSERT_TRUE(j["groups"].is_array());
+  bool gemm = false;
+  for (const auto& g : j["groups"]) gemm |= g["group"] == "gemm bf16" && g["rows"].get<int>() > 300;
+  EXPECT_TRUE(gemm);
+  for (const char* k : {"memory", "unaligned_gemm", "attention_fa2", "attention_best", "attention_seq_half",
+                        "attention_seq_half_causal", "gemm_large_best", "gemm_large_median"})
+    EXPECT_GT(j["fit"][k].get<double>(), 0) << k;
+  Out bad = RunTessel({"kernels", "--csv", TempYaml("k.csv", "kernel,dtype\ngemm,bf16\n")});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("k.csv: missing column 'm'"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, CatalogCommands) {
   Out g = RunTessel({"gpus"});
   EXPECT_EQ(g.code, 0);
