@@ -394,8 +394,9 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, layers, h, heads, seq, vocab):
+    def __init__(self, layers, h, heads, seq, vocab, checkpoint=False):
         super().__init__()
+        self.checkpoint = checkpoint
         self.wte = nn.Embedding(vocab, h)
         self.wpe = nn.Embedding(seq, h)
         self.blocks = nn.ModuleList(Block(h, heads) for _ in range(layers))
@@ -405,7 +406,10 @@ class Gpt(nn.Module):
         pos = torch.arange(idx.shape[1], device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for blk in self.blocks:
-            x = blk(x)
+            if self.checkpoint:
+                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
         logits = self.ln(x) @ self.wte.weight.t()  # tied output layer
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
@@ -461,7 +465,7 @@ def run_train(args, dev, out, deadline):
     models = [("gpt3-125m", 12, 768, 12), ("gpt3-350m", 24, 1024, 16),
               ("gpt3-760m", 24, 1536, 16), ("gpt3-1.3b", 24, 2048, 32),
               ("gpt3-2.7b", 32, 2560, 32)]
-    mbs = [1, 4, 8, 16]
+    mbs = [int(x) for x in args.micro_batches.split(",")]
     seq, vocab, steps, warm = 2048, args.vocab, 5, 3
     if args.models:
         models = [m for m in models if m[0] in args.models.split(",")]
@@ -473,7 +477,8 @@ def run_train(args, dev, out, deadline):
         if time.monotonic() > deadline:
             return
         torch.manual_seed(0)
-        model = on_device(dev, lambda: Gpt(layers, h, heads, seq, vocab))
+        model = on_device(dev, lambda: Gpt(layers, h, heads, seq, vocab,
+                                           args.recompute == "full"))
         nparams = sum(p.numel() for p in model.parameters())
         kw = {"fused": True} if dev.type == "cuda" else {}
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **kw)
@@ -490,7 +495,7 @@ def run_train(args, dev, out, deadline):
                     tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
                     peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
                     status=status, kv_heads=heads, ffn_hidden=4 * h, ffn_kind="gelu", tied=1,
-                    recompute="none", wrapper="none (bf16 autocast)")
+                    recompute=args.recompute, wrapper="none (bf16 autocast)")
             print(f"train {name} mb={mb}: {status} {step_s:.4f} s/step "
                   f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
             if status != "ok":
@@ -678,6 +683,10 @@ def main():
     ap.add_argument("--target-s", type=float, default=0.02, help="seconds per timed loop")
     ap.add_argument("--vocab", type=int, default=50257, help="train: vocabulary size")
     ap.add_argument("--models", default="", help="train: comma-separated model names (default all)")
+    ap.add_argument("--micro-batches", default="1,4,8,16",
+                    help="train: comma-separated micro-batches, each until one does not fit")
+    ap.add_argument("--recompute", default="none", choices=["none", "full"],
+                    help="train: full = torch.utils.checkpoint around every block")
     ap.add_argument("--quick", action="store_true", help="a few shapes of each")
     ap.add_argument("--sections", default="gemm,precision,attention,elementwise,bmm,train",
                     help="comma-separated sections to run, in this order")
