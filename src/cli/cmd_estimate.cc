@@ -40,7 +40,9 @@ void PrintHuman(std::ostream& o, const ModelSpec& m, const Topology& topo, const
   o << "memory per GPU      " << F(e.memory_gib_per_gpu) << " of " << F(mem.capacity_gib) << " GiB: weights "
     << F(mem.weights_gib, 3) << ", gradients " << F(mem.gradients_gib, 3) << ", optimizer "
     << F(mem.optimizer_gib, 3) << ", activations " << F(mem.activations_gib, 3) << " ("
-    << F(mem.in_flight_micro_batches, 3) << " micro-batches in flight), overhead " << F(mem.overhead_gib, 3) << "\n";
+    << F(mem.in_flight_micro_batches, 3) << " micro-batches in flight), overhead " << F(mem.overhead_gib, 3)
+    << (mem.gradients_beside_activations ? "" : "; gradients and activations never coexist: the larger counts")
+    << "\n";
   o << "fits                " << (e.fits ? "yes" : "NO: " + e.reason) << "\n\n";
   o << "breakdown (slowest stage, per iteration)\n";
   o << "  compute           " << F(b.compute_s) << " s (recompute " << F(b.recompute_s) << ")\n";

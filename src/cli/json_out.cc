@@ -48,6 +48,7 @@ nlohmann::json EstimateToJson(const Estimate& e) {
                  {"optimizer_gib", m.optimizer_gib},
                  {"activations_gib", m.activations_gib},
                  {"in_flight_micro_batches", m.in_flight_micro_batches},
+                 {"gradients_beside_activations", m.gradients_beside_activations},
                  {"overhead_gib", m.overhead_gib},
                  {"total_gib", m.total_gib},
                  {"capacity_gib", m.capacity_gib}};

@@ -485,6 +485,8 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   act.recompute = p.recompute;
   act.op_level_selective = fw.op_level_selective;
   act.fp8_linear_inputs = cm.fp8_linear();
+  act.fp32_residual = fw.autocast_fp32_residual && p.precision != Precision::kFp32 && p.precision != Precision::kTf32;
+  act.attention_output_copy = fw.attention_output_copy && act.fused_attention;
   Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw, act};
 
   // Stage costs. Transformers: the first, one middle (standing for the p-2
@@ -716,7 +718,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double in_flight = InFlightMicroBatches(p.pp - stages[i].index, p.num_micro_batches, p.virtual_stages);
     mem.in_flight_micro_batches = in_flight;
     mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
-    double allocated = mem.weights_gib + mem.gradients_gib + mem.optimizer_gib + mem.activations_gib;
+    mem.gradients_beside_activations = !(fw.gradients_freed_each_step && p.dp == 1 && p.num_micro_batches == 1);
+    double allocated = mem.weights_gib + mem.optimizer_gib +
+                       (mem.gradients_beside_activations ? mem.gradients_gib + mem.activations_gib
+                                                         : std::max(mem.gradients_gib, mem.activations_gib));
     mem.overhead_gib = params_.memory_overhead_gib + fw.fragmentation * allocated;
     mem.total_gib = allocated + mem.overhead_gib;
     if (mem.total_gib > best.total_gib) best = mem;

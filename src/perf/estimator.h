@@ -60,6 +60,9 @@ struct MemoryBreakdown {
   double optimizer_gib = 0;
   double activations_gib = 0;
   double in_flight_micro_batches = 0;
+  // False where gradients and activations never coexist
+  // (FrameworkProfile::gradients_freed_each_step): the larger one counts.
+  bool gradients_beside_activations = true;
   double overhead_gib = 0;
   double total_gib = 0;
   double capacity_gib = 0;

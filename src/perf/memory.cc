@@ -15,14 +15,16 @@ double TransformerLayerActivationBytes(const TransformerShape& s, int micro_batc
   const double a = s.heads;
   const double routed = o.moe ? s.top_k : 1.0;
   const double mask = o.dropout ? 1.0 : 0.0;
-  if (o.recompute == Recompute::kFull) return e * tokens * h / t;  // the layer's input only
+  // The LayerNorms' saved inputs: the residual stream, fp32 under autocast.
+  const double ln_in = o.fp32_residual ? 4.0 : e;
+  if (o.recompute == Recompute::kFull) return ln_in * tokens * h / t;  // the layer's input only
 
   // Per token, on one tensor-parallel rank (sequence parallelism splits the
   // token-wise tensors, tensor parallelism the rest: all of it divides by t).
   const double lin = o.fp8_linear_inputs ? 1.0 : e;  // a linear layer's saved input
-  double ln = 2 * e * h + 2 * lin * h + 16;    // two LayerNorms' inputs and outputs (= QKV, FC1 inputs) + mean/rstd
+  double ln = 2 * ln_in * h + 2 * lin * h + 16;  // two LayerNorms' inputs and outputs (= QKV, FC1 inputs) + mean/rstd
   double qkv = e * (h + 2 * kv);               // the fused QKV projection's output
-  double attn_out = lin * h;                   // core attention output = projection input
+  double attn_out = lin * h + (o.attention_output_copy ? e * h : 0);  // core attention output (= projection input)
   double scores = 0;
   if (o.fused_attention) {
     scores = 4 * a;                            // fp32 log-sum-exp

@@ -29,6 +29,14 @@ struct ActivationOptions {
   // torchao's Float8Linear): the LayerNorm outputs, the attention output
   // and FC2's input take 1 byte per value instead of 2.
   bool fp8_linear_inputs = false;
+  // Automatic mixed precision over fp32 weights (torch.autocast): the
+  // embedding's output and so the residual stream are fp32, and the two
+  // LayerNorms keep their fp32 inputs (4 bytes per value, not e).
+  bool fp32_residual = false;
+  // The attention kernel keeps its output in its own layout and the
+  // projection a contiguous copy ([b, heads, s, d] -> [b, s, h]: eager
+  // PyTorch's transpose + reshape), e bytes per value more.
+  bool attention_output_copy = false;
 };
 
 // Bytes of activations one transformer layer keeps for the backward pass,

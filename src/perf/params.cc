@@ -220,6 +220,9 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   pt.layer_overhead_us = 0;
   pt.loss_traffic_bytes = 40;  // F.cross_entropy(logits.float()) (params.h)
   pt.loss_backward_bytes = 8;
+  pt.gradients_freed_each_step = true;
+  pt.autocast_fp32_residual = true;  // AMP: torch.autocast over fp32 weights
+  pt.attention_output_copy = true;   // SDPA's [b, heads, s, d] output, transposed for the projection
   pt.max_zero = 1;
   v.push_back(pt);
 
@@ -317,13 +320,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6736);
-  FittedArch(p, "volta", 0.7871);
-  UnfittedArch(p, "turing", 0.634);
-  FittedArch(p, "ampere", 0.6733);
-  UnfittedArch(p, "ada", 0.7528);
-  FittedArch(p, "hopper", 0.6498);
-  FittedFramework(p, "alpa", 0.8047);
+  UnfittedArch(p, "pascal", 0.6714);
+  FittedArch(p, "volta", 0.7564);
+  UnfittedArch(p, "turing", 0.6319);
+  FittedArch(p, "ampere", 0.6619);
+  UnfittedArch(p, "ada", 0.7504);
+  FittedArch(p, "hopper", 0.6477);
+  FittedFramework(p, "alpa", 0.8173);
   // END GENERATED
   return p;
 }
@@ -366,6 +369,9 @@ constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"fused_elementwise", &FrameworkProfile::fused_elementwise},
     {"dropout", &FrameworkProfile::dropout},
     {"chunked_loss", &FrameworkProfile::chunked_loss},
+    {"gradients_freed_each_step", &FrameworkProfile::gradients_freed_each_step},
+    {"autocast_fp32_residual", &FrameworkProfile::autocast_fp32_residual},
+    {"attention_output_copy", &FrameworkProfile::attention_output_copy},
     {"op_level_selective", &FrameworkProfile::op_level_selective},
     {"dp_overlap", &FrameworkProfile::dp_overlap},
     {"tp_comm_overlap", &FrameworkProfile::tp_comm_overlap},

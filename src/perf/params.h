@@ -231,6 +231,21 @@ struct FrameworkProfile {
   // Megatron-DeepSpeed's --make-vocab-size-divisible-by 128); 1 = used as
   // the tokenizer gives it (Hugging Face models under FSDP, Alpa).
   int vocab_pad_multiple = 1;
+  // With one replica and one micro-batch, gradients exist only from their
+  // layer's backward to the optimizer step (autograd allocates .grad at its
+  // first accumulation and zero_grad(set_to_none=True) frees it), so they
+  // never coexist with the whole set of activations: memory holds the
+  // larger of the two. Plain PyTorch; DDP's buckets, Megatron's and
+  // DeepSpeed's gradient buffers and FSDP's reduce-scatter inputs are there
+  // for the whole step. Measured on an H100 (tessel-h100-eager): without it
+  // one-sequence and full-recompute steps are over-counted by up to 10%.
+  bool gradients_freed_each_step = false;
+  // torch.autocast over fp32 weights: an fp32 residual stream, whose
+  // LayerNorm inputs are kept in fp32 (ActivationOptions::fp32_residual).
+  bool autocast_fp32_residual = false;
+  // The attention output is kept in the kernel's layout and copied for the
+  // projection (ActivationOptions::attention_output_copy).
+  bool attention_output_copy = false;
   // Only for compiler-generated kernels (Alpa/XLA): achieved GEMM
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
