@@ -38,7 +38,8 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   sms_ = gpu.sms;
 }
 
-double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff) const {
+double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff,
+                            bool layout) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
   double flops = 2.0 * m * n * k;
   // The batch of `count` GEMMs fills the SMs in waves of output tiles.
@@ -52,21 +53,30 @@ double ComputeModel::GemmAt(double m, double n, double k, double count, double p
     wave = tiles / (std::ceil(tiles / sms_) * sms_);
   }
   // A dimension off the 16-byte grid keeps the GEMM off the aligned
-  // tensor-core path (operands' rows are not 16-byte aligned).
-  const double grid = 16.0 / gemm_bytes_;
-  auto off = [grid](double x) { return std::fmod(x, grid) != 0; };
-  if (off(m) || off(n) || off(k)) eff *= unaligned_;
+  // tensor-core path (operands' rows are not 16-byte aligned). A
+  // fractional dimension is an average (tokens routed to an expert), not a
+  // layout, and convolutions' channels are padded by cuDNN and XLA: neither
+  // is judged.
+  if (layout) {
+    const double grid = 16.0 / gemm_bytes_;
+    auto off = [grid](double x) { return x == std::floor(x) && std::fmod(x, grid) != 0; };
+    if (off(m) || off(n) || off(k)) eff *= unaligned_;
+  }
   double t_compute = flops / (peak * eff * U(m) * U(n) * U(k) * wave);
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
   return count * std::max(t_compute, t_memory) + overhead_s_;
 }
 
 double ComputeModel::Gemm(double m, double n, double k, double count) const {
-  return GemmAt(m, n, k, count, peak_, gemm_eff_);
+  return GemmAt(m, n, k, count, peak_, gemm_eff_, true);
+}
+
+double ComputeModel::ConvGemm(double m, double n, double k) const {
+  return GemmAt(m, n, k, 1, peak_, gemm_eff_, false);
 }
 
 double ComputeModel::LinearGemm(double m, double n, double k, double count) const {
-  return GemmAt(m, n, k, count, linear_peak_, linear_eff_);
+  return GemmAt(m, n, k, count, linear_peak_, linear_eff_, true);
 }
 
 double ComputeModel::Fp8Cast(double elements, double kernels) const {

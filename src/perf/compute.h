@@ -38,6 +38,10 @@ class ComputeModel {
   // fp8_gemm_ratio of the 16-bit efficiency, against the FP8 peak), else as
   // Gemm. Quantizing its operands is not included (see Fp8Cast).
   double LinearGemm(double m, double n, double k, double count = 1) const;
+  // A convolution as an implicit GEMM (m = batch x output pixels, n = output
+  // channels, k = input channels x kernel area): as Gemm, except that its
+  // dimensions are not judged for alignment (cuDNN and XLA pad channels).
+  double ConvGemm(double m, double n, double k) const;
   // Whether linear layers run in FP8.
   bool fp8_linear() const { return fp8_linear_; }
   // Seconds to quantize `elements` 16-bit values to FP8 with their amax
@@ -60,7 +64,7 @@ class ComputeModel {
 
  private:
   double U(double x) const { return x / (x + dim_half_); }
-  double GemmAt(double m, double n, double k, double count, double peak, double eff) const;
+  double GemmAt(double m, double n, double k, double count, double peak, double eff, bool layout) const;
   double peak_;        // FLOP/s of 16-bit GEMMs for FP8 runs, else of the precision
   double linear_peak_; // FP8 peak when fp8_linear_, else peak_
   double linear_eff_;

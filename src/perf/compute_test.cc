@@ -53,6 +53,24 @@ TEST(Compute, DualIssueFp32CountsOnePipe) {
   EXPECT_DOUBLE_EQ(DensePeakTflops(**FindGpu("a40"), Precision::kBf16), 149.7);
 }
 
+// A GEMM with a dimension off the 16-byte grid runs at the architecture's
+// unaligned share (measured on the H100); an average (fractional) dimension
+// and a convolution's channels are not judged; Ampere has no measured
+// penalty.
+TEST(Compute, UnalignedGemmsOnHopperRunAtTheMeasuredShare) {
+  const double r = DefaultPerfParams().ForArch("hopper").unaligned_gemm;
+  ASSERT_LT(r, 0.5);
+  ComputeModel h100(**FindGpu("h100-sxm"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  double aligned = h100.Gemm(16384, 50304, 768), odd = h100.Gemm(16384, 50257, 768);
+  EXPECT_NEAR(odd / aligned, 1 / r, 0.05 / r);  // the tile count differs by one column
+  EXPECT_NEAR(h100.Gemm(16384, 50256.5, 768) / aligned, 1.0, 0.01);  // an average, not a layout
+  const double pixels = 256.0 * 112 * 112;  // ResNet's first convolution: 3 channels x 7 x 7
+  // (partly memory-bound, so less than the whole 1/r shows)
+  EXPECT_GT(h100.Gemm(pixels, 64, 147) / h100.ConvGemm(pixels, 64, 147), 1.5);
+  ComputeModel a100(**FindGpu("a100-80g"), Precision::kBf16, DefaultPerfParams(), Fw("megatron"));
+  EXPECT_NEAR(a100.Gemm(16384, 50257, 768) / a100.Gemm(16384, 50304, 768), 1.0, 0.01);
+}
+
 TEST(Compute, Sm80KernelsOnHopperRunAtTheLegacyRatio) {
   const ArchEfficiency& h = DefaultPerfParams().ForArch("hopper");
   double alpa = GemmEff("h100-sxm", "alpa");

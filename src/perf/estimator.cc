@@ -293,7 +293,7 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
   double out_bytes = 0, flops = 0;
   for (const ConvOp& op : b.convs) {
     double m = mb * op.out_hw, n = op.cout / t, k = op.cin * op.kernel * op.kernel;
-    double gemm = c.cm.Gemm(m, n, k);
+    double gemm = c.cm.ConvGemm(m, n, k);
     // BN statistics + normalise + ReLU: ~5 passes over the output.
     double ew = op.batch_norm ? c.cm.Elementwise(5 * m * n * e, 3) : 0.0;
     lc.fwd_s += gemm + ew;

@@ -326,7 +326,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6619);
   UnfittedArch(p, "ada", 0.7504);
   FittedArch(p, "hopper", 0.6477);
-  FittedFramework(p, "alpa", 0.8173);
+  FittedFramework(p, "alpa", 0.8123);
   // END GENERATED
   return p;
 }
