@@ -107,8 +107,8 @@ struct FrameworkProfile {
   // cast back (4 + 2): 40 moved, and nll_loss's gradient with
   // log_softmax's input gradient (8) held beside the kept output. Measured
   // on an H100 (data/measured/published.csv, source tessel-h100-eager: a
-  // 125M model at micro-batch 16 peaks at 30.4 GiB; estimated 29.4 GiB with
-  // these 8 bytes, 20.2 with 2).
+  // 125M model at micro-batch 16 peaks at 30.4 GiB; estimated 30.8 GiB with
+  // these 8 bytes, 21.6 with 2).
   double loss_traffic_bytes = 24;
   double loss_backward_bytes = 2;
   // Selective recompute: `core-attention` (Megatron: the attention scores
