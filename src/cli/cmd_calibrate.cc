@@ -54,7 +54,7 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
       "     efficiency from published runs (measured/calibration.csv, the built-in\n"
       "     data/measured/published.csv) and Alpa-measured iteration times (arena/database),\n"
       "     by fixed-point iterations that bring each architecture's median\n"
-      "     predicted/measured time ratio to 1.\n"
+      "     predicted/measured time ratio to 1, each source weighing the same.\n"
       "Writes the parameters as JSON (--out, usable with --params) and, with --cpp, the\n"
       "snippet that src/perf/params.cc embeds as the defaults.");
   app.add_option("--data", f->data, "Shared data folder (default $TESSEL_DATA or ../shared/data)");
