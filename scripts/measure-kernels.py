@@ -460,6 +460,17 @@ def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
     return status, step_s, alloc, reserved
 
 
+def train_row(out, label, result, per_token, **fields):
+    """Writes one train.csv row from time_steps' result (tokens/s and model
+    TFLOP/s derived from it) and logs it."""
+    status, step_s, alloc, reserved = result
+    tok = fields["micro_batch"] * fields["seq"] / step_s if status == "ok" else float("nan")
+    out.row(step_seconds=fmt(step_s), tokens_per_s=fmt(tok),
+            model_tflops=fmt(tok * per_token / 1e12, 5), peak_alloc_gib=fmt(alloc, 5),
+            peak_reserved_gib=fmt(reserved, 5), status=status, **fields)
+    print(f"{label}: {status} {step_s:.4f} s/step {alloc:.1f} GiB", file=sys.stderr, flush=True)
+
+
 def run_train(args, dev, out, deadline):
     # GPT-3 paper shapes (Brown et al. 2020, Table 2.1) at sequence 2048.
     models = [("gpt3-125m", 12, 768, 12), ("gpt3-350m", 24, 1024, 16),
@@ -489,15 +500,11 @@ def run_train(args, dev, out, deadline):
                 break
             status, step_s, alloc, reserved = time_steps(model, opt, dev, mb, seq, vocab, steps,
                                                          warm, autocast=True)
-            tok = mb * seq / step_s if status == "ok" else float("nan")
-            out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
-                    micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
-                    tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
-                    peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
-                    status=status, kv_heads=heads, ffn_hidden=4 * h, ffn_kind="gelu", tied=1,
-                    recompute=args.recompute, wrapper="none (bf16 autocast)")
-            print(f"train {name} mb={mb}: {status} {step_s:.4f} s/step "
-                  f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
+            train_row(out, f"train {name} mb={mb}", (status, step_s, alloc, reserved),
+                      model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
+                      micro_batch=mb, params=nparams, per_token=per_token, kv_heads=heads,
+                      ffn_hidden=4 * h, ffn_kind="gelu", tied=1, recompute=args.recompute,
+                      wrapper="none (bf16 autocast)")
             if status != "ok":
                 break
         del model, opt
@@ -639,15 +646,11 @@ def run_llama(args, dev, out, deadline):
                     break
                 status, step_s, alloc, reserved = time_steps(model, opt, dev, mb, seq, vocab,
                                                              steps, warm, autocast=False)
-                tok = mb * seq / step_s if status == "ok" else float("nan")
-                out.row(model=name, layers=layers, hidden=h, heads=heads, seq=seq, vocab=vocab,
-                        micro_batch=mb, params=nparams, step_seconds=fmt(step_s),
-                        tokens_per_s=fmt(tok), model_tflops=fmt(tok * per_token / 1e12, 5),
-                        peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5),
-                        status=status, kv_heads=kv, ffn_hidden=ffn, ffn_kind="swiglu",
-                        tied=int(tied), recompute=rc, wrapper="fsdp2" if fsdp else "none")
-                print(f"llama {name} s={seq} rc={rc} mb={mb}: {status} {step_s:.4f} s/step "
-                      f"{alloc:.1f} GiB", file=sys.stderr, flush=True)
+                train_row(out, f"llama {name} s={seq} rc={rc} mb={mb}",
+                          (status, step_s, alloc, reserved), model=name, layers=layers, hidden=h,
+                          heads=heads, seq=seq, vocab=vocab, micro_batch=mb, params=nparams,
+                          per_token=per_token, kv_heads=kv, ffn_hidden=ffn, ffn_kind="swiglu",
+                          tied=int(tied), recompute=rc, wrapper="fsdp2" if fsdp else "none")
                 if status != "ok":
                     break
             del model, opt
@@ -703,33 +706,26 @@ def main():
     kout = Writer(os.path.join(args.out, "kernels.csv"), FIELDS)
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
-    # Each section gets until its share of the budget has passed.
-    share = {"llama": 0.35, "align": 0.05, "gemm": 0.30, "precision": 0.05, "attention": 0.20, "elementwise": 0.05,
-             "bmm": 0.05, "train": 0.35}
+    # Each section: its share of the budget, and how it runs until its deadline.
+    table = {
+        "align": (0.05, lambda dl: run_align(args, dev, timer, kout, dl)),
+        "gemm": (0.30, lambda dl: run_gemms(args, dev, timer, kout, dl)),
+        "precision": (0.05, lambda dl: run_gemm_precisions(args, dev, timer, kout, dl)),
+        "attention": (0.20, lambda dl: run_attention(args, dev, timer, kout, dl)),
+        "elementwise": (0.05, lambda dl: run_elementwise(args, dev, timer, kout, dl)),
+        "bmm": (0.05, lambda dl: run_bmm(args, dev, timer, kout, dl)),
+        "train": (0.35, lambda dl: run_train(args, dev, tout, dl)),
+        "llama": (0.35, lambda dl: run_llama(args, dev, tout, dl)),
+    }
+    for s in sections:
+        if s not in table:
+            sys.exit(f"unknown section '{s}': expected some of {', '.join(table)}")
+    total = sum(table[x][0] for x in sections)
     used = 0.0
     for s in sections:
-        if s not in share:
-            sys.exit(f"unknown section '{s}': expected some of {', '.join(share)}")
-    for s in sections:
-        used += share[s]
-        deadline = t0 + args.budget_s * used / sum(share[x] for x in sections)
+        used += table[s][0]
         ts = time.monotonic()
-        if s == "align":
-            run_align(args, dev, timer, kout, deadline)
-        elif s == "gemm":
-            run_gemms(args, dev, timer, kout, deadline)
-        elif s == "precision":
-            run_gemm_precisions(args, dev, timer, kout, deadline)
-        elif s == "attention":
-            run_attention(args, dev, timer, kout, deadline)
-        elif s == "elementwise":
-            run_elementwise(args, dev, timer, kout, deadline)
-        elif s == "bmm":
-            run_bmm(args, dev, timer, kout, deadline)
-        elif s == "train":
-            run_train(args, dev, tout, deadline)
-        elif s == "llama":
-            run_llama(args, dev, tout, deadline)
+        table[s][1](t0 + args.budget_s * used / total)
         print(f"section {s}: {time.monotonic() - ts:.1f} s", file=sys.stderr, flush=True)
     print(f"done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
 

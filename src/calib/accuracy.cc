@@ -168,21 +168,10 @@ double MedianRatio(const std::vector<CaseResult>& results, Pick pick) {
   for (const auto& r : results)
     if (pick(*r.ref)) per_source[r.ref->source]++;
   std::vector<std::pair<double, double>> ratios;  // (ratio, weight)
-  double total = 0;
-  for (const auto& r : results) {
-    if (!pick(*r.ref)) continue;
-    double w = 1.0 / per_source[r.ref->source];
-    ratios.push_back({r.predicted ? r.predicted_s / r.measured_s : 2.0, w});
-    total += w;
-  }
-  if (ratios.empty()) return 0.0;
-  std::sort(ratios.begin(), ratios.end());
-  double acc = 0;
-  for (const auto& [ratio, w] : ratios) {
-    acc += w;
-    if (acc >= total / 2) return ratio;
-  }
-  return ratios.back().first;
+  for (const auto& r : results)
+    if (pick(*r.ref))
+      ratios.push_back({r.predicted ? r.predicted_s / r.measured_s : 2.0, 1.0 / per_source[r.ref->source]});
+  return WeightedMedian(std::move(ratios));
 }
 
 constexpr double kAlpaFloor = 0.2, kAlpaCeiling = 1.0;

@@ -22,8 +22,6 @@ std::string Backend(const std::string& note) {
   return words.size() >= 2 && words[0] == "sdpa" ? words[1] : std::string();
 }
 
-bool Aligned(double x, double grid) { return std::fmod(x, grid) == 0; }
-
 }  // namespace
 
 Result<std::vector<KernelMeasurement>> LoadKernelCsv(std::string_view text, const std::string& file) {
@@ -83,9 +81,9 @@ std::vector<KernelComparison> CompareKernels(const std::vector<KernelMeasurement
   fw.native_kernels = true;
   fw.fp8 = true;
   // The timings are loops of eager PyTorch calls: a kernel shorter than
-  // its launch waits for the host (the eager profile's launch cost).
-  const FrameworkProfile* eager = params.FindFramework("fsdp").ok() ? *params.FindFramework("fsdp") : &fw;
-  const double host_s = eager->launch_us * 1e-6;
+  // its launch waits for the host (the pytorch profile's launch cost).
+  auto eager = params.FindFramework("pytorch");
+  const double host_s = (eager.ok() ? *eager : &fw)->launch_us * 1e-6;
   std::vector<KernelComparison> out;
   for (const KernelMeasurement& r : rows) {
     KernelComparison c;
@@ -93,8 +91,7 @@ std::vector<KernelComparison> CompareKernels(const std::vector<KernelMeasurement
     if (r.kernel == "gemm" || r.kernel == "bmm") {
       Precision p = *ParsePrecision(r.dtype);
       ComputeModel cm(gpu, p, params, fw);
-      const double grid = p == Precision::kFp32 || p == Precision::kTf32 ? 4 : 8;
-      bool aligned = Aligned(r.m, grid) && Aligned(r.n, grid) && Aligned(r.k, grid);
+      bool aligned = !GemmOffGrid(r.m, r.n, r.k, ActivationBytes(p));
       double count = r.kernel == "bmm" ? std::max(1.0, r.batch) : 1.0;
       c.predicted_s = p == Precision::kFp8 ? cm.LinearGemm(r.m, r.n, r.k) : cm.Gemm(r.m, r.n, r.k, count);
       std::string size = std::min({r.m, r.n, r.k}) >= 1024 ? "" : " small";
@@ -217,8 +214,8 @@ KernelFit FitKernels(const std::vector<KernelMeasurement>& rows, const GpuSpec& 
 
   std::vector<double> large;
   for (const auto& r : rows)
-    if (r.kernel == "gemm" && r.dtype == "bf16" && std::min({r.m, r.n, r.k}) >= 4096 && Aligned(r.n, 8) &&
-        Aligned(r.m, 8) && Aligned(r.k, 8))
+    if (r.kernel == "gemm" && r.dtype == "bf16" && std::min({r.m, r.n, r.k}) >= 4096 &&
+        !GemmOffGrid(r.m, r.n, r.k, 2))
       large.push_back(r.flops / r.seconds / peak);
   f.gemm_large_median = Median(large);
   f.gemm_large_best = large.empty() ? 0 : *std::max_element(large.begin(), large.end());

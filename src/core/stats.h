@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace tessel {
@@ -18,5 +19,18 @@ inline double Quantile(std::vector<double> v, double q) {
 }
 
 inline double Median(std::vector<double> v) { return Quantile(std::move(v), 0.5); }
+
+// The weighted median of (value, weight) pairs: the smallest value whose
+// cumulative weight reaches half the total; 0 for an empty sample.
+inline double WeightedMedian(std::vector<std::pair<double, double>> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (const auto& [x, w] : v) total += w;
+  double acc = 0;
+  for (const auto& [x, w] : v)
+    if ((acc += w) >= total / 2) return x;
+  return v.back().first;
+}
 
 }  // namespace tessel

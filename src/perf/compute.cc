@@ -11,6 +11,12 @@ double DensePeakTflops(const GpuSpec& gpu, Precision precision) {
   return peak;
 }
 
+bool GemmOffGrid(double m, double n, double k, double element_bytes) {
+  const double grid = 16.0 / element_bytes;
+  auto off = [grid](double x) { return x == std::floor(x) && std::fmod(x, grid) != 0; };
+  return off(m) || off(n) || off(k);
+}
+
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
                            const FrameworkProfile& framework) {
   const ArchEfficiency& a = params.ForArch(gpu.arch);
@@ -28,7 +34,6 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   attn_eff_ = std::max(0.01, attn > 0 ? attn : a.gemm * 0.6);
   mem_bw_ = gpu.memory_bw_gbs * 1e9 * a.memory;
   elem_bytes_ = ActivationBytes(precision);
-  gemm_bytes_ = fp8 ? 2.0 : elem_bytes_;
   unaligned_ = a.unaligned_gemm;
   seq_half_ = a.attention_seq_half;
   seq_half_causal_ = a.attention_seq_half_causal;
@@ -52,16 +57,10 @@ double ComputeModel::GemmAt(double m, double n, double k, double count, double p
     if (tiles < sms_) tiles *= std::max(1.0, std::min(std::floor(sms_ / tiles), std::floor(k / (2 * tile_))));
     wave = tiles / (std::ceil(tiles / sms_) * sms_);
   }
-  // A dimension off the 16-byte grid keeps the GEMM off the aligned
-  // tensor-core path (operands' rows are not 16-byte aligned). A
-  // fractional dimension is an average (tokens routed to an expert), not a
-  // layout, and convolutions' channels are padded by cuDNN and XLA: neither
-  // is judged.
-  if (layout) {
-    const double grid = 16.0 / gemm_bytes_;
-    auto off = [grid](double x) { return x == std::floor(x) && std::fmod(x, grid) != 0; };
-    if (off(m) || off(n) || off(k)) eff *= unaligned_;
-  }
+  // Off the 16-byte grid: the unaligned path (convolutions' channels are
+  // padded by cuDNN and XLA, so they are not judged). FP8 runs' 16-bit
+  // GEMMs and their FP8 linear layers alike are judged on 16-bit operands.
+  if (layout && GemmOffGrid(m, n, k, elem_bytes_)) eff *= unaligned_;
   double t_compute = flops / (peak * eff * U(m) * U(n) * U(k) * wave);
   double t_memory = (m * k + k * n + m * n) * elem_bytes_ / mem_bw_;
   return count * std::max(t_compute, t_memory) + overhead_s_;

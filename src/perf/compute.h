@@ -24,6 +24,12 @@ namespace tessel {
 // (NVIDIA Ampere GA102 whitepaper, "2x FP32").
 double DensePeakTflops(const GpuSpec& gpu, Precision precision);
 
+// Whether a GEMM (m x k) @ (k x n) of `element_bytes`-byte operands has a
+// dimension off the 16-byte grid, which keeps it off the aligned
+// tensor-core path (ArchEfficiency::unaligned_gemm). A fractional dimension
+// is an average (tokens routed to an expert), not a layout: not judged.
+bool GemmOffGrid(double m, double n, double k, double element_bytes);
+
 class ComputeModel {
  public:
   ComputeModel(const GpuSpec& gpu, Precision precision, const PerfParams& params,
@@ -73,7 +79,6 @@ class ComputeModel {
   double attn_eff_;    // fraction of peak of the framework's fused attention kernel
   double mem_bw_;      // achieved bytes/s
   double elem_bytes_;
-  double gemm_bytes_;       // bytes per element of the 16-bit (or wider) GEMM operands
   double unaligned_ = 1.0;  // ArchEfficiency::unaligned_gemm
   double seq_half_ = 48, seq_half_causal_ = 48;  // ArchEfficiency::attention_seq_half*
   double overhead_s_;
