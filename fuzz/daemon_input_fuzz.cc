@@ -43,7 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 3: {
       auto r = ParseLaunchFile(std::string(in.text), "launch.json");
-      if (r.ok()) FUZZ_CHECK(!r->argv.empty() && !r->argv[0].empty(), "a launch without a program");
+      if (!r.ok()) break;
+      FUZZ_CHECK(!r->argv.empty() && r->argv[0].starts_with("/"), "a launch without an absolute program");
+      FUZZ_CHECK(r->workdir.starts_with("/"), "a launch in a relative directory");
+      for (const std::string& a : r->argv) FUZZ_CHECK(a.find('\0') == std::string::npos, "a NUL in argv");
       break;
     }
   }

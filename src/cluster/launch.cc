@@ -86,18 +86,29 @@ Result<ExecRequest> ParseLaunchFile(const std::string& text, const std::string& 
   if (j.is_discarded() || !j.is_object()) return bad("expected a JSON object");
   ExecRequest r;
   auto argv = j.find("argv");
-  if (argv == j.end() || !argv->is_array() || argv->empty()) return bad("argv: a non-empty list of strings");
+  // execve() takes C strings: a NUL inside one would silently cut it short.
+  auto c_string = [](const nlohmann::json& v) {
+    return v.is_string() && v.get_ref<const std::string&>().find('\0') == std::string::npos;
+  };
+  constexpr const char* kArgv = "argv: a non-empty list of strings without NUL bytes, the first an absolute path";
+  if (argv == j.end() || !argv->is_array() || argv->empty()) return bad(kArgv);
   for (const auto& a : *argv) {
-    if (!a.is_string()) return bad("argv: a non-empty list of strings");
+    if (!c_string(a)) return bad(kArgv);
     r.argv.push_back(a.get<std::string>());
   }
+  if (!r.argv[0].starts_with("/")) return bad(kArgv);
   auto wd = j.find("workdir");
-  if (wd == j.end() || !wd->is_string()) return bad("workdir: a string");
+  if (wd == j.end() || !c_string(*wd) || !wd->get_ref<const std::string&>().starts_with("/")) {
+    return bad("workdir: an absolute path");
+  }
   r.workdir = wd->get<std::string>();
   auto env = j.find("env");
-  if (env == j.end() || !env->is_object()) return bad("env: an object of strings");
+  constexpr const char* kEnv = "env: an object of strings (names without '=', nothing with NUL bytes)";
+  if (env == j.end() || !env->is_object()) return bad(kEnv);
   for (const auto& [k, v] : env->items()) {
-    if (!v.is_string() || k.empty() || k.find('=') != std::string::npos) return bad("env: an object of strings");
+    if (!c_string(v) || k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos) {
+      return bad(kEnv);
+    }
     r.env[k] = v.get<std::string>();
   }
   return r;

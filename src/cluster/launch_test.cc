@@ -79,7 +79,13 @@ TEST(Launch, BadLaunchFilesAreRefusedNamingTheFile) {
   for (const char* text : {"", "[]", "{\"argv\": [], \"workdir\": \"/\", \"env\": {}}",
                            "{\"argv\": [1], \"workdir\": \"/\", \"env\": {}}",
                            "{\"argv\": [\"/bin/true\"], \"env\": {}}",
-                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": 1}}"}) {
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": 1}}",
+                           // What the fuzzer found: an empty program.
+                           "{\"argv\": [\"\"], \"workdir\": \"/\", \"env\": {}}",
+                           "{\"argv\": [\"true\"], \"workdir\": \"/\", \"env\": {}}",
+                           "{\"argv\": [\"/bin/true\\u0000x\"], \"workdir\": \"/\", \"env\": {}}",
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"rel\", \"env\": {}}",
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": \"a\\u0000\"}}"}) {
     auto r = ParseLaunchFile(text, "x/launch.json");
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.status().message().rfind("x/launch.json: not a tessel launch file", 0), 0u) << r.status().message();
