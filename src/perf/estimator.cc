@@ -158,8 +158,21 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
   double act = s.gated_ffn ? (fused_ew ? 3 * e : 5 * e) : 2 * e;
   double ew_bytes = tokens * h / sp * (2 * 2 * e + 2 * residual) + routed_tokens * f / t * act;
   // Launches: 2 LayerNorms, 2 residual paths, the activation; eager adds the
-  // dropouts, the SwiGLU product and the q/k/v layout copies.
+  // dropouts and the q/k/v layout copies. An eager Llama layer written as
+  // Hugging Face writes it launches far more, counted per layer
+  // (scripts/count-eager-ops.py, aten operators that are not views, with
+  // SDPA for the core attention and the bf16 casts of the fp32 RMSNorm):
+  // forward 33 elementwise kernels (RMSNorm's upcast, pow, mean, add,
+  // rsqrt, multiplies and downcast twice; rotary's negations, concatenations,
+  // multiplies and adds for q and k; repeat_kv's and the output's layout
+  // copies; SiLU, the product, two residual adds) beside 7 GEMMs (q, k, v,
+  // o, gate, up, down); backward 59 beside 14.
+  // The host issues each of them (HostBound); their GPU time is the
+  // traffic below (eager_elementwise_traffic counts the same passes).
+  const bool hf_eager = !fused_ew && s.gated_ffn;
   double ew_kernels = 5 + (fused_ew ? 0 : (dropout ? 2 : 0) + (s.gated_ffn ? 1 : 0) + 3);
+  double fwd_ew_launches = hf_eager ? 33 : ew_kernels;
+  double bwd_ew_launches = hf_eager ? 59 : 2 * ew_kernels;
   if (!fused_ew) {
     // The eager chains are the Llama family's (RMSNorm, rotary, SwiGLU);
     // nn.LayerNorm and F.gelu are single kernels even in eager PyTorch.
@@ -176,16 +189,16 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
                                     routed_tokens * ((ffn_mats - 1) * f / t + h), 4);
   ew += fp8_fwd;
   double gemm_fwd = qkv + proj + ffn;
-  double gemm_kernels = 4 + (moe ? 1 : 0) + (s.gated_ffn && !fused_ew ? 1 : 0);
-  double fwd_kernels = gemm_kernels + attn_kernels + ew_kernels;
+  double gemm_kernels = (hf_eager ? 7 : 4 + (s.gated_ffn && !fused_ew ? 1 : 0)) + (moe ? 1 : 0);
+  double fwd_kernels = gemm_kernels + attn_kernels + fwd_ew_launches;
   // Backward: data and weight gradients per GEMM, the attention backward,
   // about twice the elementwise launches.
-  double bwd_kernels = 2 * gemm_kernels + 2 * attn_kernels + 2 * ew_kernels;
+  double bwd_kernels = 2 * gemm_kernels + 2 * attn_kernels + bwd_ew_launches;
   lc.fwd_s = HostBound(c, gemm_fwd + attn_fwd + ew, fwd_kernels);
   lc.bwd_s = HostBound(c, 2 * gemm_fwd + attn_bwd + 2 * (ew - fp8_fwd) + fp8_bwd, bwd_kernels);
   if (p.recompute == Recompute::kFull) lc.recompute_s = lc.fwd_s;
   else if (p.recompute == Recompute::kSelective && c.act.op_level_selective)
-    lc.recompute_s = HostBound(c, gemm_fwd / 2 + ew, gemm_kernels / 2 + ew_kernels);  // every other matmul
+    lc.recompute_s = HostBound(c, gemm_fwd / 2 + ew, gemm_kernels / 2 + fwd_ew_launches);  // every other matmul
   else lc.recompute_s = attn_recompute;
 
   // Tensor parallel: per layer 2 all-gathers + 2 reduce-scatters (sequence
