@@ -267,19 +267,26 @@ namespace {
 // tessel-h100-eager; scripts/measure-kernels.py): the memory model against
 // torch.cuda.max_memory_allocated, and the two configurations that ran out
 // of memory.
-AccuracyReport MeasuredH100(const PerfParams& params, std::vector<int>* micro_batches) {
-  ReferenceSet all, mine;
+// The rows of the built-in published.csv that `pick` selects, run and
+// out-of-memory alike.
+template <typename Pick>
+ReferenceSet PublishedRows(Pick pick) {
+  ReferenceSet all, picked;
   EXPECT_TRUE(LoadThroughputCsvText(EmbeddedPublishedCsv(), "published.csv", &all).ok());
   for (const auto& c : all.cases)
-    if (c.source == "tessel-h100-eager") mine.cases.push_back(c), micro_batches->push_back(c.micro_batch);
+    if (pick(c)) picked.cases.push_back(c);
   for (const auto& c : all.out_of_memory)
-    if (c.source == "tessel-h100-eager") mine.out_of_memory.push_back(c);
+    if (pick(c)) picked.out_of_memory.push_back(c);
+  return picked;
+}
+
+AccuracyReport MeasuredH100(const PerfParams& params) {
+  ReferenceSet mine = PublishedRows([](const ReferenceCase& c) { return c.source == "tessel-h100-eager"; });
   return EvaluateAccuracy(mine, Estimator(params));
 }
 
 TEST(Reference, MeasuredH100MemoryMatchesTheModel) {
-  std::vector<int> mbs;
-  AccuracyReport rep = MeasuredH100(DefaultPerfParams(), &mbs);
+  AccuracyReport rep = MeasuredH100(DefaultPerfParams());
   ASSERT_EQ(rep.results.size(), 48u);  // 29 without recompute, 19 with full recompute
   int full = 0;
   for (const CaseResult& r : rep.results) {
@@ -309,8 +316,7 @@ TEST(Reference, MeasuredH100MemoryMatchesTheModel) {
 // full recompute is under-counted.
 TEST(Reference, MeasuredH100MemoryNeedsEachEagerMechanism) {
   auto worst = [](const PerfParams& p, bool over) {
-    std::vector<int> mbs;
-    AccuracyReport rep = MeasuredH100(p, &mbs);
+    AccuracyReport rep = MeasuredH100(p);
     double w = 0;
     for (const auto& r : rep.results) {
       double err = (r.estimate.memory.total_gib - r.estimate.memory.overhead_gib) / r.ref->measured_memory_gib - 1;
@@ -338,11 +344,10 @@ TEST(Reference, MeasuredH100MemoryNeedsEachEagerMechanism) {
 // predicted up to 83% fast.
 TEST(Reference, FsdpStepsAtMicroBatchOneAreHostBound) {
   auto errors = [](const PerfParams& p) {
-    ReferenceSet all, small;
-    EXPECT_TRUE(LoadThroughputCsvText(EmbeddedPublishedCsv(), "published.csv", &all).ok());
-    for (const auto& c : all.cases)
-      if ((c.source == "tessel-h100-fsdp2" || c.source == "tessel-h200-fsdp2") && c.micro_batch <= 2)
-        small.cases.push_back(c);
+    ReferenceSet small = PublishedRows([](const ReferenceCase& c) {
+      return (c.source == "tessel-h100-fsdp2" || c.source == "tessel-h200-fsdp2") && c.micro_batch <= 2;
+    });
+    small.out_of_memory.clear();  // the run steps only
     AccuracyReport rep = EvaluateAccuracy(small, Estimator(p));
     std::vector<double> e;
     for (const auto& r : rep.results) {

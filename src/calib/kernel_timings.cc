@@ -16,6 +16,11 @@ namespace {
 constexpr const char* kRequired[] = {"kernel", "dtype", "m", "n", "k", "batch", "heads", "seq", "head_dim",
                                      "causal", "pass", "bytes", "flops", "seconds", "note"};
 
+// Streaming elementwise kernels (copy, add, GeLU) of at least this many
+// bytes run past the L2 cache: the ones that tell the memory bandwidth.
+constexpr double kPastL2Bytes = 64.0 * (1 << 20);
+bool Streaming(const KernelMeasurement& r) { return r.pass == "copy" || r.pass == "add" || r.pass == "gelu"; }
+
 // The attention backend from the note ("sdpa flash iters=12").
 std::string Backend(const std::string& note) {
   auto words = Split(note, ' ');
@@ -109,9 +114,8 @@ std::vector<KernelComparison> CompareKernels(const std::vector<KernelMeasurement
     } else if (r.kernel == "elementwise") {
       ComputeModel cm(gpu, Precision::kBf16, params, fw);
       c.predicted_s = cm.Elementwise(r.bytes, 1);
-      bool streaming = r.pass == "copy" || r.pass == "add" || r.pass == "gelu";
-      c.group = std::string("elementwise ") + (streaming ? "copy/add/gelu" : r.pass) +
-                (r.bytes >= 64.0 * (1 << 20) ? "" : " small");
+      c.group = std::string("elementwise ") + (Streaming(r) ? "copy/add/gelu" : r.pass) +
+                (r.bytes >= kPastL2Bytes ? "" : " small");
     }
     c.predicted_s = std::max(c.predicted_s, c.group.empty() ? 0.0 : host_s);
     out.push_back(c);
@@ -174,8 +178,7 @@ KernelFit FitKernels(const std::vector<KernelMeasurement>& rows, const GpuSpec& 
   const double bw = gpu.memory_bw_gbs * 1e9;
   std::vector<double> mem;
   for (const auto& r : rows)
-    if (r.kernel == "elementwise" && (r.pass == "copy" || r.pass == "add" || r.pass == "gelu") &&
-        r.bytes >= 64.0 * (1 << 20))
+    if (r.kernel == "elementwise" && Streaming(r) && r.bytes >= kPastL2Bytes)
       mem.push_back(r.bytes / r.seconds / bw);
   f.memory = Median(mem);
 

@@ -47,26 +47,20 @@ TEST(KernelTimings, BadInputNamesFileLineAndColumn) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("k.csv: missing column 'm'"), std::string::npos);
 
-  auto bad = LoadKernelCsv(std::string(kHeader) + "gemm,bf16,8,8,x,1,,,,,fwd,1,1,1e-5,1,1,\n", "k.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("k.csv:2"), std::string::npos) << bad.status().message();
-  EXPECT_NE(bad.status().message().find("k"), std::string::npos);
-
-  auto zero = LoadKernelCsv(std::string(kHeader) + "gemm,bf16,8,8,8,1,,,,,fwd,1,1,0,1,1,\n", "k.csv");
-  ASSERT_FALSE(zero.ok());
-  EXPECT_NE(zero.status().message().find("seconds"), std::string::npos);
-
-  auto kind = LoadKernelCsv(std::string(kHeader) + "conv,bf16,8,8,8,1,,,,,fwd,1,1,1e-5,1,1,\n", "k.csv");
-  ASSERT_FALSE(kind.ok());
-  EXPECT_NE(kind.status().message().find("expected gemm, bmm, attention or elementwise"), std::string::npos);
-
-  auto dtype = LoadKernelCsv(std::string(kHeader) + "gemm,int4,8,8,8,1,,,,,fwd,1,1,1e-5,1,1,\n", "k.csv");
-  ASSERT_FALSE(dtype.ok());
-  EXPECT_NE(dtype.status().message().find("dtype"), std::string::npos);
-
-  auto causal = LoadKernelCsv(std::string(kHeader) + "attention,bf16,,,,1,8,512,64,yes,fwd,1,1,1e-5,1,1,\n", "k.csv");
-  ASSERT_FALSE(causal.ok());
-  EXPECT_NE(causal.status().message().find("causal"), std::string::npos);
+  // One bad row each, and what its error must name (every one: k.csv:2).
+  const std::pair<const char*, const char*> cases[] = {
+      {"gemm,bf16,8,8,x,1,,,,,fwd,1,1,1e-5,1,1,", "k"},
+      {"gemm,bf16,8,8,8,1,,,,,fwd,1,1,0,1,1,", "seconds"},
+      {"conv,bf16,8,8,8,1,,,,,fwd,1,1,1e-5,1,1,", "expected gemm, bmm, attention or elementwise"},
+      {"gemm,int4,8,8,8,1,,,,,fwd,1,1,1e-5,1,1,", "dtype"},
+      {"attention,bf16,,,,1,8,512,64,yes,fwd,1,1,1e-5,1,1,", "causal"},
+  };
+  for (const auto& [row, named] : cases) {
+    auto r = LoadKernelCsv(std::string(kHeader) + row + "\n", "k.csv");
+    ASSERT_FALSE(r.ok()) << row;
+    EXPECT_NE(r.status().message().find("k.csv:2"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(named), std::string::npos) << r.status().message();
+  }
 }
 
 // The Hopper figures params.cc holds are what the measured sweep says.

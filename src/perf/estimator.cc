@@ -189,7 +189,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
                                     routed_tokens * ((ffn_mats - 1) * f / t + h), 4);
   ew += fp8_fwd;
   double gemm_fwd = qkv + proj + ffn;
-  double gemm_kernels = (hf_eager ? 7 : 4 + (s.gated_ffn && !fused_ew ? 1 : 0)) + (moe ? 1 : 0);
+  double gemm_kernels = (hf_eager ? 7 : 4) + (moe ? 1 : 0);
   double fwd_kernels = gemm_kernels + attn_kernels + fwd_ew_launches;
   // Backward: data and weight gradients per GEMM, the attention backward,
   // about twice the elementwise launches.
@@ -498,7 +498,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   act.recompute = p.recompute;
   act.op_level_selective = fw.op_level_selective;
   act.fp8_linear_inputs = cm.fp8_linear();
-  act.fp32_residual = fw.autocast_fp32_residual && p.precision != Precision::kFp32 && p.precision != Precision::kTf32;
+  act.fp32_residual = fw.autocast_fp32_residual && cm.elem_bytes() < 4;  // 16-bit activations only
   act.attention_output_copy = fw.attention_output_copy && act.fused_attention;
   Ctx c{req, p, topo, cm, coll, params_, std::min(topo.gpus_per_node, req.gpus), fw, act};
 

@@ -181,9 +181,10 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // Host time of one unit's hooks per pass (pre/post forward: unshard,
   // reshard; pre/post backward: unshard, reduce-scatter), read off our
   // one-rank FSDP2 steps at micro-batch 1 (tessel-h100/h200-fsdp2 in
-  // published.csv): the host, not the GPU, set their pace there, about
-  // 4 ms per layer and step, of which the eager Llama layer's 116 launches
-  // (scripts/count-eager-ops.py) take under 1 ms.
+  // published.csv): the host, not the GPU, set their pace there, 4.8-7.4 ms
+  // of step per layer (embedding, loss and optimizer included), of which
+  // the eager Llama layer's launches (scripts/count-eager-ops.py) take
+  // under 1 ms.
   f.layer_overhead_us = 1500;
   v.push_back(f);
 
