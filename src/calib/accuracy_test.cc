@@ -150,6 +150,53 @@ TEST(Reference, MalformedCalibrationRowNamesLineAndColumn) {
   EXPECT_EQ(s.message(), path + ":2: num_gpus: expected a number, got 'eight'");
 }
 
+// Rows whose stated shape is not what ran (data/measured/unusable-rows.csv)
+// are skipped with their evidence, never compared; every listed row exists.
+// DeepLearningExamples' BERT phase 2 (LDDL sequence binning) reports more
+// tokens/s per GPU than phase 1 on the same GPUs, which full 512-token
+// sequences cannot do: the check that put its rows on the list.
+TEST(Reference, UnusableRowsAreSkippedWithTheirEvidence) {
+  TESSEL_REQUIRE_DATA();
+  auto listed = ParseUnusableRows(EmbeddedUnusableRowsCsv(), "unusable-rows.csv");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_FALSE(listed->empty());
+  ReferenceSet set;
+  ASSERT_TRUE(LoadCalibrationCsv(testing::DataDir() + "/measured/calibration.csv", &set).ok());
+  ASSERT_TRUE(LoadThroughputCsvText(EmbeddedPublishedCsv(), "published.csv", &set).ok());
+  std::map<std::string, std::string> skipped;
+  for (const auto& s : set.skipped) skipped[s.id] = s.reason;
+  for (const auto& [id, reason] : *listed) {
+    EXPECT_EQ(skipped[id], reason) << id << " is listed but was not skipped with its reason";
+    for (const auto& c : set.cases) EXPECT_NE(c.id, id);
+  }
+  std::map<int, double> tokens_per_gpu_s;  // BERT-large, 8 A100s, FP16, by sequence length
+  for (const auto& c : set.cases)
+    if (c.source == "dle-bert" && c.gpus == 8 && c.precision == Precision::kFp16)
+      tokens_per_gpu_s[c.model.tf.seq_len] = c.global_batch * c.model.tf.seq_len / c.measured_iteration_s / c.gpus;
+  EXPECT_EQ(tokens_per_gpu_s.count(512), 0u);  // every phase-2 row is listed
+  ASSERT_EQ(tokens_per_gpu_s.count(128), 1u);
+  // The listed phase-2 row on the same 8 GPUs: 1,657 sequences/s of 512.
+  EXPECT_GT(1657.0 * 512 / 8, 1.4 * tokens_per_gpu_s[128]);
+}
+
+TEST(Reference, UnusableRowsBadInputNamesLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"file,row_id\ncalibration.csv,3\n", "u.csv: missing column 'reason' (expected file,row_id,reason)"},
+           {"file,row_id,reason\ncalibration.csv,three,x\n", "u.csv:2: row_id: expected an integer, got 'three'"},
+           {"file,row_id,reason\ncalibration.csv,3,\n", "u.csv:2: reason: expected the evidence"},
+           {"file,row_id,reason\n,3,x\n", "u.csv:2: file: expected a reference file name"},
+           {"file,row_id,reason\nc.csv,3,x\nc.csv,3,y\n", "u.csv:3: row_id: c.csv:3 listed twice"},
+       }) {
+    auto r = ParseUnusableRows(k.text, "u.csv");
+    ASSERT_FALSE(r.ok()) << k.text;
+    EXPECT_EQ(r.status().message(), k.error);
+  }
+}
+
 // A row's stated inter-node bandwidth is the network it ran on (per node:
 // NICs x rate, or one figure "inter-node" / "per node"); a row that states
 // none runs on its node type's default (a DGX A100's 8 x 200 Gb/s).

@@ -133,7 +133,31 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out) {
   return LoadThroughputCsvText(*text, path, out);
 }
 
+Result<std::map<std::string, std::string>> ParseUnusableRows(std::string_view text, const std::string& file) {
+  auto table = CsvTable::Parse(text, file);
+  if (!table.ok()) return table.status();
+  const CsvTable& t = *table;
+  for (const char* col : {"file", "row_id", "reason"})
+    if (!t.HasColumn(col)) return InvalidArgument(file + ": missing column '" + col + "' (expected file,row_id,reason)");
+  std::map<std::string, std::string> out;
+  for (const auto& row : t.rows()) {
+    auto id = t.GetInt(row, "row_id");
+    if (!id.ok()) return id.status();
+    if (t.Get(row, "file").empty()) return InvalidArgument(t.Where(row, "file") + ": expected a reference file name");
+    if (t.Get(row, "reason").empty()) return InvalidArgument(t.Where(row, "reason") + ": expected the evidence");
+    std::string key = t.Get(row, "file") + ":" + std::to_string(*id);
+    if (!out.emplace(key, t.Get(row, "reason")).second)
+      return InvalidArgument(t.Where(row, "row_id") + ": " + key + " listed twice");
+  }
+  return out;
+}
+
 Status LoadThroughputCsvText(std::string_view text, const std::string& path, ReferenceSet* out) {
+  static const auto* unusable = [] {
+    auto parsed = ParseUnusableRows(EmbeddedUnusableRowsCsv(), "unusable-rows.csv");
+    // Embedded at build time; ReferenceData.UnusableRowsParse keeps it valid.
+    return new std::map<std::string, std::string>(parsed.ok() ? *parsed : std::map<std::string, std::string>{});
+  }();
   auto table = CsvTable::Parse(text, path);
   if (!table.ok()) return table.status();
   const CsvTable& t = *table;
@@ -180,6 +204,10 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     if (!iter.ok()) return iter.status();
     if (n <= 0) return InvalidArgument(t.Where(row, "num_gpus") + ": expected a positive integer");
 
+    if (auto u = unusable->find(id); u != unusable->end()) {
+      out->skipped.push_back({id, u->second});
+      continue;
+    }
     ReferenceCase c;
     c.id = id;
     c.source = SourceId(t.Get(row, "source"));

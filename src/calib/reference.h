@@ -10,6 +10,7 @@
 // theirs.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,14 @@ Status LoadCalibrationCsv(const std::string& path, ReferenceSet* out);
 Status LoadThroughputCsvText(std::string_view text, const std::string& file, ReferenceSet* out);
 // data/measured/published.csv, embedded at build time.
 std::string_view EmbeddedPublishedCsv();
+// data/measured/unusable-rows.csv, embedded at build time: reference rows
+// (by file name and row_id) whose stated shape is not what the measured run
+// executed, with the evidence. LoadThroughputCsvText lists them in
+// `skipped` with that reason instead of comparing them.
+std::string_view EmbeddedUnusableRowsCsv();
+// The same table parsed: "<file>:<row_id>" -> reason. Errors name the file,
+// line and column.
+Result<std::map<std::string, std::string>> ParseUnusableRows(std::string_view text, const std::string& file);
 // Reads an Arena/Alpa profile database (either format).
 Status LoadArenaDatabase(const std::string& path, double arena_network_gbps, ReferenceSet* out);
 

@@ -74,7 +74,7 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   table("By source:", "source", rep.by_source, false);
   table("By architecture and framework:", "architecture/framework", rep.by_arch_and_framework, false);
   out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
-         " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result), " +
+         " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result, or a shape that is not what ran: --json lists each reason), " +
          std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
   if (rep.out_of_memory > 0) {
     out += std::to_string(rep.out_of_memory) + " published runs measured out of memory, " +
@@ -97,7 +97,8 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       "(TESSEL_DATA/arena/database). Plan fields a reference does not state are chosen by the\n"
       "planner (its best plan), as the measured system chose its own. Prints the relative\n"
       "error of throughput per row (--rows) and its median and 90th percentile per GPU\n"
-      "architecture, framework and source.\n"
+      "architecture, framework and source. Rows whose stated shape is not what ran\n"
+      "(data/measured/unusable-rows.csv, each with its evidence) are skipped, not compared.\n"
       "--cv source: leave-one-source-out. For each source, the parameters are fitted (as\n"
       "`tessel calibrate` does) on every other source and the source's rows predicted with\n"
       "them: the error on measurements the estimator has never seen.");

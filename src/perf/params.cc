@@ -330,10 +330,10 @@ PerfParams BuildDefaults() {
   UnfittedArch(p, "pascal", 0.6714);
   FittedArch(p, "volta", 0.7564);
   UnfittedArch(p, "turing", 0.6319);
-  FittedArch(p, "ampere", 0.6619);
+  FittedArch(p, "ampere", 0.6604);
   UnfittedArch(p, "ada", 0.7504);
   FittedArch(p, "hopper", 0.6477);
-  FittedFramework(p, "alpa", 0.8123);
+  FittedFramework(p, "alpa", 0.8138);
   // END GENERATED
   return p;
 }
