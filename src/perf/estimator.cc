@@ -510,16 +510,34 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     LayerCost dense = TransformerLayer(c, false);
     LayerCost moe = s.IsMoe() ? TransformerLayer(c, true) : LayerCost();
     double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
+    const LayerCost embedding = EmbeddingCost(c), head = HeadCost(c);
     int base = s.layers / p.pp, extra = s.layers % p.pp;
     std::vector<Stage> kinds = {{{}, 0, 1}};
     if (p.pp > 2) kinds.push_back({{}, 1, p.pp - 2});
     if (p.pp > 1) kinds.push_back({{}, p.pp - 1, 1});
+    // Stages of equal cost (FrameworkProfile::balanced_pipeline_stages): the
+    // first and last stages take the layers their share leaves beside the
+    // embedding and the head, the middle ones the rest.
+    std::vector<double> balanced;
+    if (fw.balanced_pipeline_stages && p.pp > 1) {
+      LayerCost mean;
+      mean.Add(dense, 1 - moe_frac);
+      if (s.IsMoe()) mean.Add(moe, moe_frac);
+      const double layer_s = mean.Time(), total = s.layers * layer_s + embedding.Time() + head.Time();
+      const double share = total / p.pp;
+      double first = std::clamp((share - embedding.Time()) / layer_s, 0.0, static_cast<double>(s.layers));
+      double last = std::clamp((share - head.Time()) / layer_s, 0.0, s.layers - first);
+      if (p.pp == 2) last = s.layers - first;
+      double middle = p.pp > 2 ? (s.layers - first - last) / (p.pp - 2) : 0.0;
+      balanced = {first, middle, last};
+    }
     for (Stage& st : kinds) {
-      int layers = base + (st.index < extra ? 1 : 0);
+      double layers = base + (st.index < extra ? 1 : 0);
+      if (!balanced.empty()) layers = st.index == 0 ? balanced[0] : st.index == p.pp - 1 ? balanced[2] : balanced[1];
       st.cost.Add(dense, layers * (1 - moe_frac));
       if (s.IsMoe()) st.cost.Add(moe, layers * moe_frac);
-      if (st.index == 0) st.cost.Add(EmbeddingCost(c), 1);
-      if (st.index == p.pp - 1) st.cost.Add(HeadCost(c), 1);
+      if (st.index == 0) st.cost.Add(embedding, 1);
+      if (st.index == p.pp - 1) st.cost.Add(head, 1);
     }
     stages = std::move(kinds);
   } else {

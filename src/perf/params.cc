@@ -284,6 +284,9 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // Alpa's pipeshard runtime runs one stage per submesh (1F1B), no
   // interleaved virtual stages.
   a.interleaved_pipeline = false;
+  // Its stage construction balances stages by cost, the head included
+  // (AutoLayerOption + AutoStageOption, as the Arena workers configure it).
+  a.balanced_pipeline_stages = true;
   a.fragmentation = 0.0;
   // Alpa's MoE layer (alpa/model/moe.py) is GShard's: dense dispatch and
   // combine einsums; the Arena artifact's MoE configurations use expert
@@ -333,7 +336,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6604);
   UnfittedArch(p, "ada", 0.7504);
   FittedArch(p, "hopper", 0.6477);
-  FittedFramework(p, "alpa", 0.8138);
+  FittedFramework(p, "alpa", 0.7913);
   // END GENERATED
   return p;
 }
@@ -386,6 +389,7 @@ constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"search_prices_grad_sync_per_micro_batch", &FrameworkProfile::search_prices_grad_sync_per_micro_batch},
     {"interleaved_pipeline", &FrameworkProfile::interleaved_pipeline},
     {"uneven_pipeline_stages", &FrameworkProfile::uneven_pipeline_stages},
+    {"balanced_pipeline_stages", &FrameworkProfile::balanced_pipeline_stages},
     {"fp8", &FrameworkProfile::fp8},
     {"p2p_scatter_gather", &FrameworkProfile::p2p_scatter_gather},
     {"zero_allreduce_with_accumulation", &FrameworkProfile::zero_allreduce_with_accumulation},

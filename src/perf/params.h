@@ -166,6 +166,15 @@ struct FrameworkProfile {
   // layer each from the first and last stages, Dubey et al. 2024, 3.3.2).
   // Without it the layers must divide by p*v.
   bool uneven_pipeline_stages = false;
+  // The framework builds its pipeline stages to equal cost, the embedding
+  // and the output layer included: Alpa's AutoLayerOption clusters the whole
+  // program into layers of equal FLOPs and its AutoStageOption assigns them
+  // to stages by profiled cost (Zheng et al. 2022, section 5), so a stage
+  // that holds the output layer holds fewer transformer layers. Modelled as
+  // a continuous split of the layers (a stage boundary may fall inside a
+  // layer's operators). Without it every stage holds the same number of
+  // transformer layers and the first and last add the embedding and head.
+  bool balanced_pipeline_stages = false;
   // Pipeline sends split the activation across the tensor-parallel ranks
   // and all-gather it on arrival (Megatron's scatter/gather optimization,
   // Narayanan et al. 2021, section 4.1), so each rank sends 1/t of it;
