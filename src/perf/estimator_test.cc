@@ -345,6 +345,23 @@ TEST(Frameworks, AlpaAllReducesAccumulatedGradients) {
   EXPECT_LT(many_ar, 1.6 * many_rs);
 }
 
+// Alpa builds stages of equal cost, the output layer included: the slowest
+// of 8 stages does an eighth of the one-GPU work; with equal layer counts the
+// last stage also carries the 51,200-word head (about 1.6x a middle stage).
+TEST(Frameworks, AlpaBalancesPipelineStages) {
+  PerfParams even = DefaultsWithFramework("alpa", [](FrameworkProfile& f) { f.balanced_pipeline_stages = false; });
+  Req whole = Req("bert__1.3B", "l20", 1, 128).Plan(1, 1, 1, 8).Rc(Recompute::kFull).Prec(Precision::kFp16);
+  Req piped = Req("bert__1.3B", "l20", 8, 128).Plan(1, 1, 8, 8).Rc(Recompute::kFull).Prec(Precision::kFp16);
+  double one_gpu = Req(whole).Fw("alpa").Run().breakdown.compute_s;
+  Estimate balanced = Req(piped).Fw("alpa").Run();
+  Estimate uneven = Req(piped).Fw("alpa", even).Run(even);
+  EXPECT_NEAR(balanced.breakdown.compute_s, one_gpu / 8, 0.01 * one_gpu / 8);
+  EXPECT_GT(uneven.breakdown.compute_s, 1.3 * one_gpu / 8);
+  EXPECT_LT(balanced.iteration_time_s, uneven.iteration_time_s);
+  // Nothing changes without a pipeline.
+  EXPECT_NEAR(Req(whole).Fw("alpa", even).Run(even).breakdown.compute_s, one_gpu, 1e-12);
+}
+
 // Alpa's BatchNorm normalises over the whole data-parallel batch: its
 // statistics' all-reduces cost time every micro-batch when d > 1 and
 // nothing on one GPU; PyTorch's per-GPU BatchNorm costs none.
