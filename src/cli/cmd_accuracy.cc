@@ -57,6 +57,11 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
                 r.predicted ? FormatDouble(r.predicted_s, 4) : "-", Pct(r.throughput_error)});
     }
     out += t.Render() + "\n";
+    if (!rep.skipped.empty()) {
+      out += "Skipped (not compared):\n";
+      for (const auto& s : rep.skipped) out += "  " + s.id + ": " + s.reason + "\n";
+      out += "\n";
+    }
   }
   const std::vector<std::string> cols = {"rows", "median |err|", "p90 |err|", "median bias", "does not fit"};
   auto table = [&](const char* title, const char* first, const std::vector<ErrorStats>& stats, bool overall) {
@@ -74,7 +79,7 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   table("By source:", "source", rep.by_source, false);
   table("By architecture and framework:", "architecture/framework", rep.by_arch_and_framework, false);
   out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
-         " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result, or a shape that is not what ran: --json lists each reason), " +
+         " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result, or a shape that is not what ran: --rows and --json give each reason), " +
          std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
   if (rep.out_of_memory > 0) {
     out += std::to_string(rep.out_of_memory) + " published runs measured out of memory, " +
@@ -106,7 +111,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
   f->params.Add(app);
   app.add_option("--cv", f->cv, "Cross-validation: none (in-sample, default) or source (leave-one-source-out)")
       ->check(CLI::IsMember({"none", "source"}));
-  app.add_flag("--rows", f->rows, "Print every row");
+  app.add_flag("--rows", f->rows, "Print every row, and every skipped row with the reason");
   app.add_flag("--json", f->json, "Print JSON");
   return [io, f]() -> int {
     auto params = f->params.Resolve();

@@ -350,6 +350,25 @@ TEST(SimCli, PolluxWorkloadPlaysFromProfilesByDefault) {
   EXPECT_EQ(nlohmann::json::parse(est.out)["truth"], "estimator");
 }
 
+// `accuracy --rows` lists every skipped reference row with its reason (the
+// shape-not-what-ran rows of data/measured/unusable-rows.csv among them);
+// --json carries the same list.
+TEST(SimCli, AccuracyRowsListSkippedRowsWithTheirReasons) {
+  TESSEL_REQUIRE_DATA();
+  Out r = Tessel({"accuracy", "--rows", "--data", ::tessel::testing::DataDir()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t at = r.out.find("Skipped (not compared):\n");
+  ASSERT_NE(at, std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("  calibration.csv:403: DeepLearningExamples BERT phase 2", at), std::string::npos);
+  Out j = Tessel({"accuracy", "--json", "--data", ::tessel::testing::DataDir()});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto report = nlohmann::json::parse(j.out);
+  bool listed = false;
+  for (const auto& s : report["skipped"])
+    listed |= s["id"] == "calibration.csv:403" && s["reason"].get<std::string>().find("LDDL") != std::string::npos;
+  EXPECT_TRUE(listed);
+}
+
 TEST(SimCli, CompareEachPrintsOneRowPerTraceAndTheMean) {
   TESSEL_REQUIRE_DATA();
   std::string dir = ::tessel::testing::ProcessTempDir() + "/each";
