@@ -179,6 +179,25 @@ TEST(Reference, UnusableRowsAreSkippedWithTheirEvidence) {
   EXPECT_GT(1657.0 * 512 / 8, 1.4 * tokens_per_gpu_s[128]);
 }
 
+// DeepLearningExamples' ResNet-50 rows carry the recipe's settings
+// (PyTorch/Classification/ConvNets/configs.yml): per-GPU batch 256 but 112
+// for FP32 on DGX-1V, NHWC only under AMP, no activation checkpointing.
+TEST(Reference, ConvNetsRowsCarryTheRecipe) {
+  TESSEL_REQUIRE_DATA();
+  ReferenceSet set;
+  ASSERT_TRUE(LoadCalibrationCsv(testing::DataDir() + "/measured/calibration.csv", &set).ok());
+  int seen = 0;
+  for (const auto& c : set.cases) {
+    if (c.source != "dle-resnet50") continue;
+    ++seen;
+    const bool fp32_v100 = c.precision == Precision::kFp32 && c.arch == "volta";
+    EXPECT_EQ(c.micro_batch, fp32_v100 ? 112 : 256) << c.id;
+    EXPECT_EQ(c.model.cnn.channels_first, c.precision != Precision::kFp16) << c.id;
+    EXPECT_EQ(c.recompute, Recompute::kNone) << c.id;
+  }
+  EXPECT_EQ(seen, 12);
+}
+
 TEST(Reference, UnusableRowsBadInputNamesLineAndColumn) {
   struct Case {
     const char* text;

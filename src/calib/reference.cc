@@ -296,8 +296,19 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     }
     c.precision = *prec;
     if (c.model.kind == ModelKind::kCnn && mb == 0) {
-      c.micro_batch = 256;  // DeepLearningExamples ResNet-50 default (-b 256)
-      c.note += "per-GPU batch 256 (the script's default). ";
+      // DeepLearningExamples' ConvNets recipes (PyTorch/Classification/
+      // ConvNets/configs.yml, models.resnet50): per-GPU batch 256 on every
+      // platform and precision but FP32 on DGX-1V (the V100 SXM2 servers), 112.
+      const bool dgx1v_fp32 = c.precision == Precision::kFp32 && c.arch == "volta" &&
+                              Contains(ToLower(t.Get(row, "gpu_type")), "dgx-1");
+      c.micro_batch = dgx1v_fp32 ? 112 : 256;
+      c.note += dgx1v_fp32 ? "per-GPU batch 112 (the recipe's FP32 batch on DGX-1V). "
+                           : "per-GPU batch 256 (the recipe's batch). ";
+      // Those scripts have no activation checkpointing, and keep PyTorch's
+      // channels-first memory format but under AMP (memory_format: nhwc).
+      if (!c.recompute) c.recompute = Recompute::kNone;
+      c.model.cnn.channels_first = c.precision != Precision::kFp16;
+      if (c.model.cnn.channels_first) c.note += "NCHW activations (the recipe's default memory format). ";
     }
     if (gb > 0) c.global_batch = gb;
     else if (c.micro_batch > 0 && c.num_micro_batches > 0 && dp > 0) c.global_batch = c.micro_batch * c.num_micro_batches * dp;

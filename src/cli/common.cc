@@ -27,6 +27,9 @@ void ModelFlags::Add(CLI::App& app, bool required) {
   app.add_option("--seq-len", seq_len, "Sequence length");
   app.add_option("--experts", experts, "MoE experts");
   app.add_option("--top-k", top_k, "MoE experts per token");
+  app.add_option("--memory-format", memory_format,
+                 "CNNs: nhwc (channels-last, the default) or nchw (PyTorch's default without channels_last: "
+                 "tensor-core convolutions transpose every input and output)");
 }
 
 Result<ModelSpec> ModelFlags::Resolve() const {
@@ -54,6 +57,12 @@ Result<ModelSpec> ModelFlags::Resolve() const {
     if (k == "swiglu" || k == "gated") f.gated_ffn = true;
     else if (k == "gelu" || k == "relu") f.gated_ffn = false;
     else return InvalidArgument("--ffn-kind: expected gelu or swiglu, got '" + ffn_kind + "'");
+  }
+  if (!memory_format.empty()) {
+    std::string k = ToLower(memory_format);
+    if (k == "nchw" || k == "channels_first") f.channels_first = true;
+    else if (k == "nhwc" || k == "channels_last") f.channels_first = false;
+    else return InvalidArgument("--memory-format: expected nchw or nhwc, got '" + memory_format + "'");
   }
   return ResolveModel(model, f);
 }

@@ -26,6 +26,7 @@ struct ModelFlags {
   std::string model;
   std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k;
   std::string ffn_kind;  // "gelu" | "swiglu" | "" (the model's)
+  std::string memory_format;  // CNNs: "nchw" | "nhwc" | "" (the model's)
   void Add(CLI::App& app, bool required = true);
   Result<ModelSpec> Resolve() const;
 };

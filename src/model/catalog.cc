@@ -247,7 +247,7 @@ bool SameModelShape(const ModelSpec& a, const ModelSpec& b) {
   if (a.kind != b.kind || a.default_precision != b.default_precision || a.optimizer != b.optimizer) return false;
   if (a.kind == ModelKind::kTransformer) return TransformerFields(a.tf) == TransformerFields(b.tf);
   if (a.cnn.image != b.cnn.image || a.cnn.num_classes != b.cnn.num_classes ||
-      a.cnn.blocks.size() != b.cnn.blocks.size()) {
+      a.cnn.channels_first != b.cnn.channels_first || a.cnn.blocks.size() != b.cnn.blocks.size()) {
     return false;
   }
   for (size_t i = 0; i < a.cnn.blocks.size(); ++i) {
@@ -331,6 +331,11 @@ Result<ModelSpec> ResolveModel(std::string_view spec, const ShapeFlags& f) {
     if (f.top_k) m.tf.top_k = *f.top_k;
   } else if (f.layers || f.hidden || f.heads || f.seq_len || f.experts || f.gated_ffn) {
     return InvalidArgument("--model " + m.name + ": shape flags apply to transformers only");
+  }
+  if (f.channels_first) {
+    if (m.kind != ModelKind::kCnn)
+      return InvalidArgument("--memory-format: applies to CNNs only; " + m.name + " is a transformer");
+    m.cnn.channels_first = *f.channels_first;
   }
   TESSEL_RETURN_IF_ERROR(ValidateModel(m));
   return m;

@@ -41,6 +41,9 @@ struct ShapeFlags {
   std::optional<int> layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, experts, top_k;
   // The FFN's kind: gated (SwiGLU: gate, up and down matrices) or not (GeLU).
   std::optional<bool> gated_ffn;
+  // CNNs only: activations channels-first (NCHW) or channels-last
+  // (CnnShape::channels_first).
+  std::optional<bool> channels_first;
 };
 
 // `spec`: a catalog name, a path to a YAML file (*.yaml / *.yml), or

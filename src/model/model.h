@@ -78,6 +78,14 @@ struct CnnShape {
   int image = 224;
   int num_classes = 1000;
   std::vector<CnnBlock> blocks;
+  // Activations kept channels-first (NCHW: PyTorch's default memory format;
+  // channels_last is opt-in). Tensor-core convolutions (16-bit, TF32) run on
+  // NHWC data, so cuDNN transposes each convolution's input and output
+  // (NVIDIA's Deep Learning Performance guide, "Convolutional Layers":
+  // tensor cores need NHWC, NCHW tensors are transposed on the fly); FP32 on
+  // the CUDA cores runs NCHW natively. false: channels-last, as PyTorch's
+  // channels_last, TensorFlow's default and XLA's own layout assignment.
+  bool channels_first = false;
 };
 
 struct ModelSpec {

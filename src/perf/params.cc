@@ -333,10 +333,10 @@ PerfParams BuildDefaults() {
   UnfittedArch(p, "pascal", 0.6714);
   FittedArch(p, "volta", 0.7564);
   UnfittedArch(p, "turing", 0.6319);
-  FittedArch(p, "ampere", 0.6604);
+  FittedArch(p, "ampere", 0.6626);
   UnfittedArch(p, "ada", 0.7504);
   FittedArch(p, "hopper", 0.6477);
-  FittedFramework(p, "alpa", 0.7913);
+  FittedFramework(p, "alpa", 0.7887);
   // END GENERATED
   return p;
 }
