@@ -309,19 +309,19 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
   // NHWC and its output back, a read and a write of each, and the backward
   // pass (data and weight gradients) transposes twice as much. A block's
   // convolutions read its input (the first and the projection) or the
-  // previous convolution's output.
+  // previous convolution's output, whole (channel-parallel convolutions
+  // gather it), and write their channel shard.
   const bool transposes = c.req.model->cnn.channels_first && c.plan.precision != Precision::kFp32;
-  const double block_in = b.convs.empty() ? 0.0 : mb * b.convs[0].out_hw * b.convs[0].cin / t;
-  double prev_out = block_in;
   for (size_t j = 0; j < b.convs.size(); ++j) {
     const ConvOp& op = b.convs[j];
     double m = mb * op.out_hw, n = op.cout / t, k = op.cin * op.kernel * op.kernel;
     double gemm = c.cm.ConvGemm(m, n, k);
     if (transposes) {
-      double in = (j == 0 || op.cin != b.convs[j - 1].cout) ? block_in : prev_out;
+      const bool reads_block_input = j == 0 || op.cin != b.convs[j - 1].cout;  // first, or projection
+      const ConvOp& src = reads_block_input ? b.convs[0] : b.convs[j - 1];
+      double in = mb * src.out_hw * (reads_block_input ? src.cin : src.cout);
       gemm += c.cm.Elementwise(2 * (in + m * n) * e, 2);
     }
-    prev_out = m * n;
     // BN statistics + normalise + ReLU: ~5 passes over the output.
     double ew = op.batch_norm ? c.cm.Elementwise(5 * m * n * e, 3) : 0.0;
     lc.fwd_s += gemm + ew;
