@@ -153,11 +153,8 @@ Result<std::map<std::string, std::string>> ParseUnusableRows(std::string_view te
 }
 
 Status LoadThroughputCsvText(std::string_view text, const std::string& path, ReferenceSet* out) {
-  static const auto* unusable = [] {
-    auto parsed = ParseUnusableRows(EmbeddedUnusableRowsCsv(), "unusable-rows.csv");
-    // Embedded at build time; ReferenceData.UnusableRowsParse keeps it valid.
-    return new std::map<std::string, std::string>(parsed.ok() ? *parsed : std::map<std::string, std::string>{});
-  }();
+  auto unusable = ParseUnusableRows(EmbeddedUnusableRowsCsv(), "unusable-rows.csv");
+  if (!unusable.ok()) return unusable.status();
   auto table = CsvTable::Parse(text, path);
   if (!table.ok()) return table.status();
   const CsvTable& t = *table;
