@@ -30,6 +30,13 @@ WHAT
                SwiGLU, repeat_kv + SDPA) under FSDP2 on a one-rank process
                group, without and with full recompute, sequences 2048/4096
                (section "llama", not in the default list).
+    conv       the convolutions of ResNet-50 v1.5 at 224x224 (each distinct
+               shape once, with how often the network uses it), batch 64,
+               forward and forward+backward (data and weight gradients), in
+               fp32 (TF32 off), tf32 and bf16, each with NCHW and with
+               channels_last (NHWC) tensors, cudnn.benchmark on: what a
+               memory format and cuDNN's algorithm choice cost (section
+               "conv", not in the default list; rows go to convs.csv).
   Each kernel is timed with CUDA events around a loop of back-to-back launches
   sized to about 20 ms, after warm-up; the median of three such loops.
 
@@ -39,6 +46,8 @@ OUTPUT (--out DIR)
   train.csv    model,layers,hidden,heads,seq,vocab,micro_batch,params,
                step_seconds,tokens_per_s,model_tflops,peak_alloc_gib,
                peak_reserved_gib,status
+  convs.csv    layer,count,batch,cin,cout,hw_in,hw_out,kernel,stride,dtype,
+               format,pass,flops,seconds,tflops,note
   meta.json    GPU name, SMs, memory, clocks, driver, torch/CUDA/cuDNN
                versions, date, and the settings used.
   Rows are flushed as they are measured; --budget-s stops each later section
@@ -69,6 +78,8 @@ import torch.utils.checkpoint
 
 FIELDS = ["kernel", "dtype", "m", "n", "k", "batch", "heads", "seq", "head_dim", "causal",
           "pass", "bytes", "flops", "seconds", "tflops", "gbs", "note"]
+CONV_FIELDS = ["layer", "count", "batch", "cin", "cout", "hw_in", "hw_out", "kernel", "stride",
+               "dtype", "format", "pass", "flops", "seconds", "tflops", "note"]
 TRAIN_FIELDS = ["model", "layers", "hidden", "heads", "seq", "vocab", "micro_batch", "params",
                 "step_seconds", "tokens_per_s", "model_tflops", "peak_alloc_gib",
                 "peak_reserved_gib", "status", "kv_heads", "ffn_hidden", "ffn_kind", "tied",
@@ -353,6 +364,76 @@ def run_elementwise(args, dev, timer, out, deadline):
                     seconds=fmt(t), tflops="", gbs=fmt(byts / t / 1e9, 5),
                     note=f"{passes} passes of {numel * eb} bytes iters={it}")
         del x, y, x2, ln
+
+
+def resnet50_convs():
+    """The distinct convolutions of ResNet-50 v1.5 at 224x224 (stride on the
+    3x3 of a stage's first block): (layer, count, cin, cout, hw_in, kernel,
+    stride), count = how often the network runs that shape."""
+    convs = [("stem", 1, 3, 64, 224, 7, 2)]
+    hw, cin = 56, 64
+    for stage, (f, blocks) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
+        stride = 1 if stage == 0 else 2
+        out = hw // stride
+        name = f"s{stage + 1}"
+        convs += [(name + ".first.1x1", 1, cin, f, hw, 1, 1),
+                  (name + ".first.3x3", 1, f, f, hw, 3, stride),
+                  (name + ".3x3", blocks - 1, f, f, out, 3, 1),
+                  (name + ".1x1.expand", blocks, f, 4 * f, out, 1, 1),
+                  (name + ".1x1.reduce", blocks - 1, 4 * f, f, out, 1, 1),
+                  (name + ".projection", 1, cin, 4 * f, hw, 1, stride)]
+        hw, cin = out, 4 * f
+    return convs
+
+
+def run_conv(args, dev, out, deadline):
+    """Times each ResNet-50 convolution forward and forward+backward, per
+    precision and memory format (cudnn.benchmark picks the algorithm)."""
+    timer = Timer(dev, args.target_s)
+    batch = 64 if dev.type == "cuda" else 2
+    convs = resnet50_convs()
+    if args.quick or dev.type != "cuda":
+        convs = [c for c in convs if c[0] in ("s1.3x3", "s1.1x1.expand")]
+    dtypes = [("fp32", torch.float32, False), ("tf32", torch.float32, True), ("bf16", torch.bfloat16, False)]
+    if dev.type != "cuda":
+        dtypes = dtypes[:1]
+    torch.backends.cudnn.benchmark = True
+    for layer, count, cin, cout, hw, k, stride in convs:
+        for dname, dt, tf32 in dtypes:
+            torch.backends.cudnn.allow_tf32 = tf32
+            for fmt_name, mf in (("nchw", torch.contiguous_format), ("nhwc", torch.channels_last)):
+                if time.monotonic() > deadline:
+                    return
+                hw_in = hw if dev.type == "cuda" else max(8, hw // 7)
+                conv = nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False).to(dev, dt)
+                conv = conv.to(memory_format=mf)
+                x = torch.randn(batch, cin, hw_in, hw_in, device=dev, dtype=dt).to(memory_format=mf)
+                x.requires_grad_(True)
+                hw_out = (hw_in + 2 * (k // 2) - k) // stride + 1
+                flops = 2.0 * batch * hw_out * hw_out * cout * cin * k * k
+                with torch.no_grad():
+                    y = conv(x)
+                gy = torch.randn_like(y).to(memory_format=mf)
+
+                def fwd():
+                    with torch.no_grad():
+                        conv(x)
+
+                def fwd_bwd():
+                    y = conv(x)
+                    y.backward(gy)
+                for pname, fn, mult in (("fwd", fwd, 1), ("fwd_bwd", fwd_bwd, 3)):
+                    try:
+                        t, it = timer.time(fn)
+                    except RuntimeError as e:  # noqa: PERF203 - record and go on
+                        print(f"conv {layer} {dname} {fmt_name} {pname}: {e!r}", file=sys.stderr)
+                        continue
+                    out.row(layer=layer, count=count, batch=batch, cin=cin, cout=cout, hw_in=hw_in,
+                            hw_out=hw_out, kernel=k, stride=stride, dtype=dname, format=fmt_name,
+                            **{"pass": pname}, flops=fmt(mult * flops), seconds=fmt(t),
+                            tflops=fmt(mult * flops / t / 1e12, 5), note=f"iters={it}")
+                del conv, x, y, gy
+    torch.backends.cudnn.allow_tf32 = True
 
 
 def causal_attention(q, k, v):
@@ -705,6 +786,7 @@ def main():
     timer = Timer(dev, args.target_s)
     kout = Writer(os.path.join(args.out, "kernels.csv"), FIELDS)
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
+    cout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in args.sections else None
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     # Each section: its share of the budget, and how it runs until its deadline.
     table = {
@@ -716,6 +798,7 @@ def main():
         "bmm": (0.05, lambda dl: run_bmm(args, dev, timer, kout, dl)),
         "train": (0.35, lambda dl: run_train(args, dev, tout, dl)),
         "llama": (0.35, lambda dl: run_llama(args, dev, tout, dl)),
+        "conv": (0.20, lambda dl: run_conv(args, dev, cout, dl)),
     }
     for s in sections:
         if s not in table:
