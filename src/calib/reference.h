@@ -7,7 +7,8 @@
 // Each becomes a ReferenceCase: a model, hardware, batch, what is known of
 // the plan, and the measured iteration time. Unknown plan fields are left
 // for the planner to choose (the best plan), as the measured systems chose
-// theirs.
+// theirs. Rows whose stated shape is not what ran (data/measured/
+// unusable-rows.csv) are listed as skipped, with the source's evidence.
 #pragma once
 
 #include <map>
