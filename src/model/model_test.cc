@@ -152,6 +152,17 @@ TEST(ModelYaml, LoadsAResnet) {
   auto m = LoadModelYaml("name: r\nkind: resnet\ndepth: 50\nchannels: 64\n", "r.yaml");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_NEAR(m->Params() / 25.6e6, 1.0, 0.03);
+  EXPECT_FALSE(m->cnn.channels_first);
+  auto nchw = LoadModelYaml("name: r\nkind: resnet\nmemory_format: nchw\n", "r.yaml");
+  ASSERT_TRUE(nchw.ok()) << nchw.status().ToString();
+  EXPECT_TRUE(nchw->cnn.channels_first);
+  auto bad = LoadModelYaml("name: r\nkind: resnet\nmemory_format: nwhc\n", "r.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "r.yaml:3: memory_format: expected nhwc or nchw, got 'nwhc'");
+  auto transformer =
+      LoadModelYaml("name: t\nlayers: 2\nhidden: 64\nheads: 4\nseq_len: 32\nmemory_format: nchw\n", "t.yaml");
+  ASSERT_FALSE(transformer.ok());
+  EXPECT_EQ(transformer.status().message(), "t.yaml:6: memory_format: applies to kind: resnet only");
 }
 
 

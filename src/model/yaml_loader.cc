@@ -23,6 +23,8 @@
 //   width_factor: 2
 //   image: 224
 //   classes: 1000
+//   memory_format: nchw   # nhwc (default) | nchw: tensor-core convolutions
+//                         # then transpose every input and output
 #include <set>
 #include <type_traits>
 
@@ -93,7 +95,7 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
   static const std::set<std::string> kKnown = {
       "name", "kind", "family", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
       "seq_len", "gated_ffn", "tied_embeddings", "dropout", "experts", "top_k", "moe_every", "precision",
-      "optimizer", "depth", "channels", "width_factor", "image", "classes", "description"};
+      "optimizer", "depth", "channels", "width_factor", "image", "classes", "memory_format", "description"};
   for (const auto& kv : root) {
     std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string("(a non-scalar key)");
     if (!kKnown.count(k)) {
@@ -134,8 +136,16 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
     if (!s.ok()) return InvalidArgument(w.whole + ": " + s.status().message());
     m.kind = ModelKind::kCnn;
     m.cnn = std::move(*s);
+    std::string format;
+    TESSEL_RETURN_IF_ERROR(Read(root, w, "memory_format", &format, false, "nhwc or nchw"));
+    if (format == "nchw") m.cnn.channels_first = true;
+    else if (!format.empty() && format != "nhwc")
+      return InvalidArgument(At(w, root["memory_format"], "memory_format") + ": expected nhwc or nchw, got '" +
+                             format + "'");
     if (prec.empty()) m.default_precision = Precision::kFp16;
   } else if (kind == "transformer") {
+    if (root["memory_format"])
+      return InvalidArgument(At(w, root["memory_format"], "memory_format") + ": applies to kind: resnet only");
     auto& t = m.tf;
     TESSEL_RETURN_IF_ERROR(Read(root, w, "layers", &t.layers, true, "a positive integer"));
     TESSEL_RETURN_IF_ERROR(Read(root, w, "hidden", &t.hidden, true, "a positive integer"));
