@@ -455,7 +455,7 @@ std::vector<BadCase> BadCases() {
       {"ShapeUnknownField", WithLine("model", "model:\n  name: t\n  layerz: 2\n"),
        "jobs/a.yaml:4: model.layerz: unknown field; known: channels, classes, depth, description, "
        "dropout, experts, family, ffn_hidden, gated_ffn, heads, hidden, image, kind, kv_heads, layers, "
-       "moe_every, name, optimizer, precision, seq_len, tied_embeddings, top_k, vocab, width_factor"},
+       "memory_format, moe_every, name, optimizer, precision, seq_len, tied_embeddings, top_k, vocab, width_factor"},
       {"ShapeInvalid", WithLine("model", "model: {name: t, layers: 2, hidden: 64, heads: 0, seq_len: 32}"),
        "jobs/a.yaml:2: model: model 't': heads: must be a positive integer"},
       {"ShapeBadName", WithLine("model", "model: {name: 'a/b', layers: 2, hidden: 64, heads: 4, seq_len: 32}"),
