@@ -110,7 +110,15 @@ Result<ReferenceSet> LoadReferences(const ReferenceFiles& files, double arena_ne
 }
 
 void Summarize(AccuracyReport* rep) {
-  std::map<std::string, std::vector<const CaseResult*>> by_arch, by_fw, by_src, by_both;
+  std::map<std::string, std::vector<const CaseResult*>> by_arch, by_fw, by_src, by_both, by_gpus;
+  // Bands in ascending order (map keys sort them: "a " prefixes dropped below).
+  auto band = [](int gpus) -> std::string {
+    if (gpus <= 1) return "a 1";
+    if (gpus <= 8) return "b 2-8";
+    if (gpus <= 64) return "c 9-64";
+    if (gpus <= 512) return "d 65-512";
+    return "e 513+";
+  };
   std::vector<const CaseResult*> all;
   rep->not_predicted = 0;
   for (const auto& r : rep->results) {
@@ -120,16 +128,19 @@ void Summarize(AccuracyReport* rep) {
     by_fw[fw].push_back(&r);
     by_src[r.ref->source].push_back(&r);
     by_both[r.ref->arch + "/" + fw].push_back(&r);
+    by_gpus[band(r.ref->gpus)].push_back(&r);
     all.push_back(&r);
   }
   rep->by_arch.clear();
   rep->by_framework.clear();
   rep->by_source.clear();
   rep->by_arch_and_framework.clear();
+  rep->by_gpus.clear();
   for (const auto& [g, rs] : by_arch) rep->by_arch.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_fw) rep->by_framework.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_src) rep->by_source.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_both) rep->by_arch_and_framework.push_back(Stats(g, rs));
+  for (const auto& [g, rs] : by_gpus) rep->by_gpus.push_back(Stats(g.substr(2), rs));
   rep->overall = Stats("all", all);
 }
 

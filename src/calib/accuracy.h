@@ -47,6 +47,9 @@ struct AccuracyReport {
   std::vector<ErrorStats> by_framework;
   std::vector<ErrorStats> by_source;
   std::vector<ErrorStats> by_arch_and_framework;  // "ampere/megatron"
+  // By the run's GPU count: "1", "2-8", "9-64", "65-512", "513+" (errors
+  // that grow with scale show here: communication, pipelines).
+  std::vector<ErrorStats> by_gpus;
   ErrorStats overall;
   std::vector<SkippedCase> skipped;
   int infeasible_measured = 0;

@@ -276,6 +276,15 @@ TEST(Accuracy, ReportOnSharedData) {
     }
   }
   EXPECT_LT(rep.overall.median_abs, 0.25);
+  // The GPU-count bands partition the rows, smallest runs first.
+  std::vector<std::string> bands;
+  int rows = 0;
+  for (const auto& s : rep.by_gpus) {
+    bands.push_back(s.group);
+    rows += s.rows;
+  }
+  EXPECT_EQ(bands, (std::vector<std::string>{"1", "2-8", "9-64", "65-512", "513+"}));
+  EXPECT_EQ(rows, rep.overall.rows);
 }
 
 // No parameter the calibration fits may sit on a bound: a value pinned at

@@ -78,6 +78,7 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   table("By framework:", "framework", rep.by_framework, false);
   table("By source:", "source", rep.by_source, false);
   table("By architecture and framework:", "architecture/framework", rep.by_arch_and_framework, false);
+  table("By GPU count:", "GPUs", rep.by_gpus, false);
   out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
          " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result, or a shape that is not what ran: --rows and --json give each reason), " +
          std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
@@ -102,7 +103,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       "(TESSEL_DATA/arena/database). Plan fields a reference does not state are chosen by the\n"
       "planner (its best plan), as the measured system chose its own. Prints the relative\n"
       "error of throughput per row (--rows) and its median and 90th percentile per GPU\n"
-      "architecture, framework and source. Rows whose stated shape is not what ran\n"
+      "architecture, framework, source and GPU count. Rows whose stated shape is not what ran\n"
       "(data/measured/unusable-rows.csv, each with its evidence) are skipped, not compared.\n"
       "--cv source: leave-one-source-out. For each source, the parameters are fitted (as\n"
       "`tessel calibrate` does) on every other source and the source's rows predicted with\n"
@@ -138,6 +139,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       j["by_framework"] = StatsListJson(rep.by_framework);
       j["by_source"] = StatsListJson(rep.by_source);
       j["by_arch_and_framework"] = StatsListJson(rep.by_arch_and_framework);
+      j["by_gpus"] = StatsListJson(rep.by_gpus);
       j["overall"] = StatsJson(rep.overall);
       j["out_of_memory"] = {{"runs", rep.out_of_memory}, {"called_fitting", rep.out_of_memory_called_fitting}};
       j["rows"] = nlohmann::json::array();
