@@ -55,6 +55,7 @@ OUTPUT (--out DIR)
 
 USAGE
   scripts/measure-kernels.py --out /tmp/kern [--budget-s 240] [--quick]
+  scripts/measure-kernels.py --summarize-convs data/measured/h200-convs.csv
   scripts/measure-kernels.py --out /tmp/k2 --sections align,train --vocab 50304 \
       --models gpt3-125m,gpt3-350m
   --quick runs a handful of each (minutes of GPU time become seconds); on a
@@ -386,10 +387,9 @@ def resnet50_convs():
     return convs
 
 
-def run_conv(args, dev, out, deadline):
+def run_conv(args, dev, timer, out, deadline):
     """Times each ResNet-50 convolution forward and forward+backward, per
     precision and memory format (cudnn.benchmark picks the algorithm)."""
-    timer = Timer(dev, args.target_s)
     batch = 64 if dev.type == "cuda" else 2
     convs = resnet50_convs()
     if args.quick or dev.type != "cuda":
@@ -434,6 +434,34 @@ def run_conv(args, dev, out, deadline):
                             tflops=fmt(mult * flops / t / 1e12, 5), note=f"iters={it}")
                 del conv, x, y, gy
     torch.backends.cudnn.allow_tf32 = True
+
+
+def summarize_convs(path):
+    """Prints what a convs.csv says over the whole network (each shape times
+    how often ResNet-50 runs it): seconds and GEMM-equivalent TFLOP/s per
+    precision, memory format and pass, the NCHW / channels_last ratio, and
+    the FP32 convolutions' TFLOP/s by kind (3x3 stride 1, Winograd's case,
+    against the rest)."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    secs, flops = {}, {}
+    for r in rows:
+        key = (r["dtype"], r["format"], r["pass"])
+        secs[key] = secs.get(key, 0.0) + int(r["count"]) * float(r["seconds"])
+        flops[key] = flops.get(key, 0.0) + int(r["count"]) * float(r["flops"])
+    for key in sorted(secs):
+        print("%-5s %-5s %-8s network %.4f s  %6.1f TFLOP/s" % (*key, secs[key], flops[key] / secs[key] / 1e12))
+    for dtype in sorted({k[0] for k in secs}):
+        for p in ("fwd", "fwd_bwd"):
+            a, b = secs.get((dtype, "nchw", p)), secs.get((dtype, "nhwc", p))
+            if a and b:
+                print("%-5s %-8s nchw/nhwc %.2f  (nchw - nhwc %.4f s)" % (dtype, p, a / b, a - b))
+    for label, pick in (("3x3 stride 1", lambda r: r["kernel"] == "3" and r["stride"] == "1"),
+                        ("other", lambda r: not (r["kernel"] == "3" and r["stride"] == "1"))):
+        t = [float(r["tflops"]) for r in rows
+             if r["dtype"] == "fp32" and r["format"] == "nchw" and r["pass"] == "fwd_bwd" and pick(r)]
+        if t:
+            print("fp32 nchw fwd_bwd %-12s %.1f-%.1f TFLOP/s over %d shapes" % (label, min(t), max(t), len(t)))
 
 
 def causal_attention(q, k, v):
@@ -761,7 +789,9 @@ def meta(dev, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, help="directory for kernels.csv, train.csv, meta.json")
+    ap.add_argument("--out", help="directory for kernels.csv, train.csv, meta.json (required to measure)")
+    ap.add_argument("--summarize-convs", metavar="CSV",
+                    help="print a convs.csv's network totals and NCHW/NHWC ratios, measure nothing")
     ap.add_argument("--budget-s", type=float, default=240,
                     help="seconds after which remaining sections are cut short")
     ap.add_argument("--target-s", type=float, default=0.02, help="seconds per timed loop")
@@ -775,6 +805,11 @@ def main():
     ap.add_argument("--sections", default="gemm,precision,attention,elementwise,bmm,train",
                     help="comma-separated sections to run, in this order")
     args = ap.parse_args()
+    if args.summarize_convs:
+        summarize_convs(args.summarize_convs)
+        return
+    if not args.out:
+        ap.error("--out DIR is required to measure")
     os.makedirs(args.out, exist_ok=True)
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.manual_seed(0)
@@ -786,8 +821,8 @@ def main():
     timer = Timer(dev, args.target_s)
     kout = Writer(os.path.join(args.out, "kernels.csv"), FIELDS)
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
-    cout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in args.sections else None
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    cvout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in sections else None
     # Each section: its share of the budget, and how it runs until its deadline.
     table = {
         "align": (0.05, lambda dl: run_align(args, dev, timer, kout, dl)),
@@ -798,7 +833,7 @@ def main():
         "bmm": (0.05, lambda dl: run_bmm(args, dev, timer, kout, dl)),
         "train": (0.35, lambda dl: run_train(args, dev, tout, dl)),
         "llama": (0.35, lambda dl: run_llama(args, dev, tout, dl)),
-        "conv": (0.20, lambda dl: run_conv(args, dev, cout, dl)),
+        "conv": (0.20, lambda dl: run_conv(args, dev, timer, cvout, dl)),
     }
     for s in sections:
         if s not in table:

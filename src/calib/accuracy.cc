@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -110,15 +111,12 @@ Result<ReferenceSet> LoadReferences(const ReferenceFiles& files, double arena_ne
 }
 
 void Summarize(AccuracyReport* rep) {
-  std::map<std::string, std::vector<const CaseResult*>> by_arch, by_fw, by_src, by_both, by_gpus;
-  // Bands in ascending order (map keys sort them: "a " prefixes dropped below).
-  auto band = [](int gpus) -> std::string {
-    if (gpus <= 1) return "a 1";
-    if (gpus <= 8) return "b 2-8";
-    if (gpus <= 64) return "c 9-64";
-    if (gpus <= 512) return "d 65-512";
-    return "e 513+";
-  };
+  std::map<std::string, std::vector<const CaseResult*>> by_arch, by_fw, by_src, by_both;
+  // GPU-count bands, smallest runs first: a run falls in the first whose
+  // upper bound it does not pass.
+  static constexpr std::pair<int, const char*> kBands[] = {
+      {1, "1"}, {8, "2-8"}, {64, "9-64"}, {512, "65-512"}, {std::numeric_limits<int>::max(), "513+"}};
+  std::map<size_t, std::vector<const CaseResult*>> by_gpus;  // band index -> rows
   std::vector<const CaseResult*> all;
   rep->not_predicted = 0;
   for (const auto& r : rep->results) {
@@ -128,7 +126,9 @@ void Summarize(AccuracyReport* rep) {
     by_fw[fw].push_back(&r);
     by_src[r.ref->source].push_back(&r);
     by_both[r.ref->arch + "/" + fw].push_back(&r);
-    by_gpus[band(r.ref->gpus)].push_back(&r);
+    size_t band = 0;
+    while (r.ref->gpus > kBands[band].first) ++band;
+    by_gpus[band].push_back(&r);
     all.push_back(&r);
   }
   rep->by_arch.clear();
@@ -140,7 +140,7 @@ void Summarize(AccuracyReport* rep) {
   for (const auto& [g, rs] : by_fw) rep->by_framework.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_src) rep->by_source.push_back(Stats(g, rs));
   for (const auto& [g, rs] : by_both) rep->by_arch_and_framework.push_back(Stats(g, rs));
-  for (const auto& [g, rs] : by_gpus) rep->by_gpus.push_back(Stats(g.substr(2), rs));
+  for (const auto& [band, rs] : by_gpus) rep->by_gpus.push_back(Stats(kBands[band].second, rs));
   rep->overall = Stats("all", all);
 }
 

@@ -59,10 +59,8 @@ Result<ModelSpec> ModelFlags::Resolve() const {
     else return InvalidArgument("--ffn-kind: expected gelu or swiglu, got '" + ffn_kind + "'");
   }
   if (!memory_format.empty()) {
-    std::string k = ToLower(memory_format);
-    if (k == "nchw" || k == "channels_first") f.channels_first = true;
-    else if (k == "nhwc" || k == "channels_last") f.channels_first = false;
-    else return InvalidArgument("--memory-format: expected nchw or nhwc, got '" + memory_format + "'");
+    f.channels_first = ChannelsFirstFromName(ToLower(memory_format));
+    if (!f.channels_first) return InvalidArgument("--memory-format: expected nchw or nhwc, got '" + memory_format + "'");
   }
   return ResolveModel(model, f);
 }

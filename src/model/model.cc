@@ -9,6 +9,12 @@ Result<Optimizer> ParseOptimizer(std::string_view s) {
   return InvalidArgument("unknown optimizer '" + std::string(s) + "'; known: adam (adamw), adafactor, sgd-momentum (sgd)");
 }
 
+std::optional<bool> ChannelsFirstFromName(std::string_view s) {
+  if (s == "nchw" || s == "channels_first") return true;
+  if (s == "nhwc" || s == "channels_last") return false;
+  return std::nullopt;
+}
+
 double ConvOp::Params() const {
   return static_cast<double>(cin) * cout * kernel * kernel + (batch_norm ? 2.0 * cout : cout);
 }

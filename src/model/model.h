@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,12 @@ enum class ModelKind { kTransformer, kCnn };
 // Mixed precision adds an fp32 master copy of the weights to each.
 enum class Optimizer { kAdam, kAdafactor, kSgdMomentum };
 Result<Optimizer> ParseOptimizer(std::string_view s);
+
+// A CNN memory format by name: true for channels-first ("nchw",
+// "channels_first"), false for channels-last ("nhwc", "channels_last"),
+// nullopt for anything else (CnnShape::channels_first). Callers word the
+// error for their input.
+std::optional<bool> ChannelsFirstFromName(std::string_view s);
 
 // The largest value of any one shape dimension (layers, hidden, heads, FFN
 // width, vocabulary, sequence, experts): 2^24, beyond any published shape

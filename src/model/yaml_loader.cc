@@ -138,10 +138,13 @@ Result<ModelSpec> LoadModel(const YAML::Node& root, const Where& w) {
     m.cnn = std::move(*s);
     std::string format;
     TESSEL_RETURN_IF_ERROR(Read(root, w, "memory_format", &format, false, "nhwc or nchw"));
-    if (format == "nchw") m.cnn.channels_first = true;
-    else if (!format.empty() && format != "nhwc")
-      return InvalidArgument(At(w, root["memory_format"], "memory_format") + ": expected nhwc or nchw, got '" +
-                             format + "'");
+    if (!format.empty()) {
+      auto first = ChannelsFirstFromName(format);
+      if (!first)
+        return InvalidArgument(At(w, root["memory_format"], "memory_format") + ": expected nhwc or nchw, got '" +
+                               format + "'");
+      m.cnn.channels_first = *first;
+    }
     if (prec.empty()) m.default_precision = Precision::kFp16;
   } else if (kind == "transformer") {
     if (root["memory_format"])
