@@ -83,6 +83,10 @@ CaseResult Evaluate(const ReferenceCase& c, const Estimator& estimator) {
 }
 
 bool Alpa(const ReferenceCase& c) { return c.framework == "alpa"; }
+bool Moe(const ReferenceCase& c) { return c.model.kind == ModelKind::kTransformer && c.model.tf.experts > 1; }
+bool DenseTransformer(const ReferenceCase& c) {
+  return c.model.kind == ModelKind::kTransformer && c.model.tf.experts <= 1;
+}
 
 }  // namespace
 
@@ -186,6 +190,7 @@ double MedianRatio(const std::vector<CaseResult>& results, Pick pick) {
 }
 
 constexpr double kAlpaFloor = 0.2, kAlpaCeiling = 1.0;
+constexpr double kMoeGemmFloor = 0.3, kMoeGemmCeiling = 1.0;
 
 }  // namespace
 
@@ -202,6 +207,15 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
   bool alpa_rows_on_tuned = false;
   for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
   for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
+  // Alpa's MoE GEMM efficiency needs one-GPU MoE and dense-transformer rows
+  // on fitted architectures.
+  bool alpa_moe = false, alpa_dense = false;
+  for (const ReferenceCase* c : cases) {
+    if (!Alpa(*c) || !tuned.count(c->arch) || c->gpus != 1) continue;
+    alpa_moe |= Moe(*c);
+    alpa_dense |= DenseTransformer(*c);
+  }
+  const bool alpa_moe_and_dense = alpa_moe && alpa_dense;
 
   for (int it = 0; it < iterations; ++it) {
     Estimator est(p);
@@ -220,6 +234,16 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
     if (alpa != nullptr && alpa_rows_on_tuned) {
       double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch); });
       alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
+    }
+    if (alpa != nullptr && alpa_moe_and_dense) {
+      // The routed GEMMs' efficiency, from the one-GPU runs (no
+      // communication): the MoE rows' median time ratio against the dense
+      // transformers' (a ratio > 1 means the MoE rows are predicted slow).
+      auto one_gpu = [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch) && c.gpus == 1; };
+      double moe = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c) && Moe(c); });
+      double dense = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c) && DenseTransformer(c); });
+      if (moe > 0 && dense > 0)
+        alpa->moe_gemm_efficiency = step(alpa->moe_gemm_efficiency, std::pow(moe / dense, 2.0), kMoeGemmFloor, kMoeGemmCeiling);
     }
   }
   // Architectures without rows: the fitted ones' median fraction of ceiling.
@@ -253,6 +277,8 @@ std::vector<std::string> ParamsOnBounds(const PerfParams& p) {
     if (f.name != "alpa") continue;
     if (near(f.kernel_efficiency, kAlpaCeiling) || near(f.kernel_efficiency, kAlpaFloor))
       out.push_back("alpa.kernel_efficiency = " + std::to_string(f.kernel_efficiency) + " (bound)");
+    if (near(f.moe_gemm_efficiency, kMoeGemmCeiling) || near(f.moe_gemm_efficiency, kMoeGemmFloor))
+      out.push_back("alpa.moe_gemm_efficiency = " + std::to_string(f.moe_gemm_efficiency) + " (bound)");
   }
   return out;
 }

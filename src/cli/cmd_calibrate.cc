@@ -31,8 +31,9 @@ std::string CppSnippet(const PerfParams& p, const CommFitSummary& c) {
     s += std::string("  ") + (a.fitted ? "FittedArch" : "UnfittedArch") + "(p, \"" + a.arch + "\", " +
          FormatDouble(a.gemm, 4) + ");\n";
   for (const auto& f : p.frameworks)
-    if (f.kernel_efficiency != 1.0)
-      s += "  FittedFramework(p, \"" + f.name + "\", " + FormatDouble(f.kernel_efficiency, 4) + ");\n";
+    if (f.kernel_efficiency != 1.0 || f.moe_gemm_efficiency != 1.0)
+      s += "  FittedFramework(p, \"" + f.name + "\", " + FormatDouble(f.kernel_efficiency, 4) + ", " +
+           FormatDouble(f.moe_gemm_efficiency, 4) + ");\n";
   s += "  // END GENERATED\n";
   return s;
 }
@@ -112,9 +113,10 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
     io.out << "GEMM efficiency per GPU architecture (fraction of dense peak; bounds from published GEMM "
               "benchmarks):\n" << gt.Render() << "\n";
     for (const auto& fw : fitted.frameworks)
-      if (fw.kernel_efficiency != 1.0)
+      if (fw.kernel_efficiency != 1.0 || fw.moe_gemm_efficiency != 1.0)
         io.out << "Framework '" << fw.name << "': kernel efficiency relative to cuBLAS "
-               << FormatDouble(fw.kernel_efficiency, 4) << "\n";
+               << FormatDouble(fw.kernel_efficiency, 4) << "; MoE routed GEMMs against its dense GEMMs "
+               << FormatDouble(fw.moe_gemm_efficiency, 4) << "\n";
     auto on_bounds = ParamsOnBounds(fitted);
     for (const auto& b : on_bounds) io.out << "warning: fitted value on its bound: " << b << "\n";
     io.out << "\n";

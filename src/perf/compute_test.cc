@@ -145,7 +145,9 @@ TEST(ParamsJson, OutOfRangeValuesAreRefused) {
                            R"({"gemm_tile": 0})",
                            R"({"frameworks": [{"name": "deepspeed", "zero3_collectives_per_layer": 0}]})",
                            R"({"frameworks": [{"name": "m", "max_zero": 1, "min_zero_data_parallel": 2}]})",
-                           R"({"frameworks": [{"name": "deepspeed", "bf16_grad_accum_bytes": -1}]})"}) {
+                           R"({"frameworks": [{"name": "deepspeed", "bf16_grad_accum_bytes": -1}]})",
+                           R"({"frameworks": [{"name": "alpa", "moe_gemm_efficiency": 0}]})",
+                           R"({"frameworks": [{"name": "alpa", "moe_gemm_efficiency": 1.5}]})"}) {
     EXPECT_FALSE(PerfParamsFromJson(text, "p.json").ok()) << text;
   }
   // The embedded parameters round-trip, this session's fields included.
@@ -155,6 +157,9 @@ TEST(ParamsJson, OutOfRangeValuesAreRefused) {
   const FrameworkProfile& alpa = **back->FindFramework("alpa");
   EXPECT_TRUE(alpa.search_prices_grad_sync_per_micro_batch);
   EXPECT_EQ(alpa.min_zero_data_parallel, 1);
+  EXPECT_EQ(alpa.moe_gemm_efficiency, (*DefaultPerfParams().FindFramework("alpa"))->moe_gemm_efficiency);
+  EXPECT_LT(alpa.moe_gemm_efficiency, 1.0);
+  EXPECT_EQ((*back->FindFramework("megatron"))->moe_gemm_efficiency, 1.0);
   EXPECT_EQ((*back->FindFramework("deepspeed"))->zero3_collectives_per_layer, 4);
   EXPECT_EQ((*back->FindFramework("deepspeed"))->bf16_grad_accum_bytes, 18);
   EXPECT_EQ((*back->FindFramework("fsdp-fused"))->chunked_loss, true);

@@ -142,6 +142,7 @@ LayerCost TransformerLayer(const Ctx& c, bool moe) {
       double groups = tokens / group;
       ffn += c.cm.Gemm(slots, h / t, group, groups) + c.cm.Gemm(group, h / t, slots, groups);
     }
+    ffn /= c.fw.moe_gemm_efficiency;  // the routed GEMMs' own efficiency (FrameworkProfile)
   } else {
     ffn = c.cm.LinearGemm(tokens, (ffn_mats - 1) * f / t, h) + c.cm.LinearGemm(tokens, h, f / t);
   }

@@ -312,10 +312,11 @@ void SetArch(PerfParams& p, const char* arch, double gemm, bool fitted) {
 void FittedArch(PerfParams& p, const char* arch, double gemm) { SetArch(p, arch, gemm, true); }
 void UnfittedArch(PerfParams& p, const char* arch, double gemm) { SetArch(p, arch, gemm, false); }
 
-void FittedFramework(PerfParams& p, const char* name, double kernel_efficiency) {
+void FittedFramework(PerfParams& p, const char* name, double kernel_efficiency, double moe_gemm_efficiency) {
   FrameworkProfile* f = p.MutableFramework(name);
   assert(f != nullptr && "generated block names a framework FrameworkDefaults() lacks");
   f->kernel_efficiency = kernel_efficiency;
+  f->moe_gemm_efficiency = moe_gemm_efficiency;
 }
 
 PerfParams BuildDefaults() {
@@ -336,7 +337,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "ampere", 0.6626);
   UnfittedArch(p, "ada", 0.7504);
   FittedArch(p, "hopper", 0.6477);
-  FittedFramework(p, "alpa", 0.7887);
+  FittedFramework(p, "alpa", 0.8498, 0.8032);
   // END GENERATED
   return p;
 }
@@ -413,6 +414,7 @@ constexpr std::pair<const char*, double FrameworkProfile::*> kFrameworkNumbers[]
     {"loss_traffic_bytes", &FrameworkProfile::loss_traffic_bytes},
     {"loss_backward_bytes", &FrameworkProfile::loss_backward_bytes},
     {"kernel_efficiency", &FrameworkProfile::kernel_efficiency},
+    {"moe_gemm_efficiency", &FrameworkProfile::moe_gemm_efficiency},
 };
 
 }  // namespace
@@ -571,6 +573,8 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
           return InvalidArgument(source + ": frameworks: " + fp.name + ": max_zero must be 0, 1, 2 or 3");
         if (!(fp.kernel_efficiency > 0 && fp.kernel_efficiency <= 1))
           return InvalidArgument(source + ": frameworks: " + fp.name + ": kernel_efficiency must be in (0, 1]");
+        if (!(fp.moe_gemm_efficiency > 0 && fp.moe_gemm_efficiency <= 1))
+          return InvalidArgument(source + ": frameworks: " + fp.name + ": moe_gemm_efficiency must be in (0, 1]");
         if (fp.launch_us < 0 || fp.layer_overhead_us < 0)
           return InvalidArgument(source + ": frameworks: " + fp.name + ": launch_us and layer_overhead_us must be >= 0");
         p.frameworks.push_back(fp);
@@ -616,6 +620,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   }
   for (const FrameworkProfile& f : p.frameworks) {
     if (!in(f.launch_us, 0, 1e6) || !in(f.layer_overhead_us, 0, 1e6) || !(f.kernel_efficiency > 0 && f.kernel_efficiency <= 2) ||
+        !(f.moe_gemm_efficiency > 0 && f.moe_gemm_efficiency <= 1) ||
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
         f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000 ||
@@ -624,6 +629,7 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         !in(f.loss_backward_bytes, 0, 1000)) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
+                             "moe_gemm_efficiency in (0, 1], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
                              "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0, "
                              "zero3_collectives_per_layer in [1, 1000], min_zero_data_parallel in [0, max_zero], "

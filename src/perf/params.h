@@ -259,6 +259,14 @@ struct FrameworkProfile {
   // efficiency relative to cuBLAS/cuDNN. 1 for frameworks calling the
   // vendor libraries. Fitted within [0.2, 1].
   double kernel_efficiency = 1.0;
+  // An MoE layer's routed GEMMs (the experts' batched GEMMs, the router,
+  // GShard's dispatch and combine einsums) against the framework's dense
+  // GEMMs: their time is divided by this. 1 where the experts run as the
+  // dense layers' GEMMs do; fitted for Alpa (within [0.3, 1]), where XLA
+  // lowers the GShard einsums to batched dots over transposed [E, G, C, M]
+  // operands and both Arena databases' one-GPU runs price them below its
+  // dense GEMMs.
+  double moe_gemm_efficiency = 1.0;
 
   // Whether its pipeline schedule can put `layers` layers on p*v virtual
   // stages (evenly, or unevenly where uneven_pipeline_stages).
