@@ -55,7 +55,9 @@ CommandAction SetupCalibrate(CLI::App& app, CommandIo io) {
       "     efficiency from published runs (measured/calibration.csv, the built-in\n"
       "     data/measured/published.csv) and Alpa-measured iteration times (arena/database),\n"
       "     by fixed-point iterations that bring each architecture's median\n"
-      "     predicted/measured time ratio to 1, each source weighing the same.\n"
+      "     predicted/measured time ratio to 1, each source weighing the same; and the\n"
+      "     efficiency of Alpa's MoE routed GEMMs against its dense ones, which brings its\n"
+      "     one-GPU MoE and dense-transformer runs to the same median ratio.\n"
       "Writes the parameters as JSON (--out, usable with --params) and, with --cpp, the\n"
       "snippet that src/perf/params.cc embeds as the defaults.");
   app.add_option("--data", f->data, "Shared data folder (default $TESSEL_DATA or ../shared/data)");
