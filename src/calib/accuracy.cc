@@ -83,10 +83,6 @@ CaseResult Evaluate(const ReferenceCase& c, const Estimator& estimator) {
 }
 
 bool Alpa(const ReferenceCase& c) { return c.framework == "alpa"; }
-bool Moe(const ReferenceCase& c) { return c.model.kind == ModelKind::kTransformer && c.model.tf.experts > 1; }
-bool DenseTransformer(const ReferenceCase& c) {
-  return c.model.kind == ModelKind::kTransformer && c.model.tf.experts <= 1;
-}
 
 }  // namespace
 
@@ -207,15 +203,6 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
   bool alpa_rows_on_tuned = false;
   for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
   for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
-  // Alpa's MoE GEMM efficiency needs one-GPU MoE and dense-transformer rows
-  // on fitted architectures.
-  bool alpa_moe = false, alpa_dense = false;
-  for (const ReferenceCase* c : cases) {
-    if (!Alpa(*c) || !tuned.count(c->arch) || c->gpus != 1) continue;
-    alpa_moe |= Moe(*c);
-    alpa_dense |= DenseTransformer(*c);
-  }
-  const bool alpa_moe_and_dense = alpa_moe && alpa_dense;
 
   for (int it = 0; it < iterations; ++it) {
     Estimator est(p);
@@ -235,13 +222,18 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
       double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch); });
       alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
     }
-    if (alpa != nullptr && alpa_moe_and_dense) {
-      // The routed GEMMs' efficiency, from the one-GPU runs (no
+    if (alpa != nullptr) {
+      // The routed GEMMs' efficiency, from the one-GPU transformer runs (no
       // communication): the MoE rows' median time ratio against the dense
-      // transformers' (a ratio > 1 means the MoE rows are predicted slow).
-      auto one_gpu = [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch) && c.gpus == 1; };
-      double moe = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c) && Moe(c); });
-      double dense = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c) && DenseTransformer(c); });
+      // ones' (a ratio > 1 means the MoE rows are predicted slow). The
+      // routed GEMMs are about half an MoE step, hence the squared ratio.
+      // MedianRatio is 0 without rows: then there is nothing to fit.
+      auto one_gpu = [&](const ReferenceCase& c, bool moe) {
+        return Alpa(c) && tuned.count(c.arch) && c.gpus == 1 && c.model.kind == ModelKind::kTransformer &&
+               c.model.tf.IsMoe() == moe;
+      };
+      double moe = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c, true); });
+      double dense = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c, false); });
       if (moe > 0 && dense > 0)
         alpa->moe_gemm_efficiency = step(alpa->moe_gemm_efficiency, std::pow(moe / dense, 2.0), kMoeGemmFloor, kMoeGemmCeiling);
     }

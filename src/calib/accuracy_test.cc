@@ -328,7 +328,7 @@ TEST(Calibration, AlpaOneGpuMoeAndDenseRowsAgree) {
   for (const auto& r : rep.results) {
     const ReferenceCase& c = *r.ref;
     if (c.framework != "alpa" || c.gpus != 1 || c.model.kind != ModelKind::kTransformer || c.arch == "ada") continue;
-    (c.model.tf.experts > 1 ? moe : dense).push_back(r.predicted_s / r.measured_s);
+    (c.model.tf.IsMoe() ? moe : dense).push_back(r.predicted_s / r.measured_s);
   }
   ASSERT_GE(moe.size(), 10u);
   ASSERT_GE(dense.size(), 8u);

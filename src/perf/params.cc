@@ -620,7 +620,6 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
   }
   for (const FrameworkProfile& f : p.frameworks) {
     if (!in(f.launch_us, 0, 1e6) || !in(f.layer_overhead_us, 0, 1e6) || !(f.kernel_efficiency > 0 && f.kernel_efficiency <= 2) ||
-        !(f.moe_gemm_efficiency > 0 && f.moe_gemm_efficiency <= 1) ||
         !in(f.fragmentation, 0, 0.99) || !in(f.eager_elementwise_traffic, 0, 100) || !in(f.zero3_max_live_params, 0, 1e15) ||
         f.zero3_prefetch < 0 || f.zero3_prefetch > 1000 || f.max_zero < 0 || f.max_zero > 3 ||
         f.moe_dense_dispatch_group < 0 || f.zero3_collectives_per_layer < 1 || f.zero3_collectives_per_layer > 1000 ||
@@ -629,7 +628,6 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
         !in(f.loss_backward_bytes, 0, 1000)) {
       return InvalidArgument(source + ": frameworks: " + f.name +
                              ": launch_us and layer_overhead_us must be in [0, 1e6], kernel_efficiency in (0, 2], "
-                             "moe_gemm_efficiency in (0, 1], "
                              "fragmentation in [0, 0.99], eager_elementwise_traffic in [0, 100], zero3_prefetch in "
                              "[0, 1000], max_zero in [0, 3], moe_dense_dispatch_group >= 0, "
                              "zero3_collectives_per_layer in [1, 1000], min_zero_data_parallel in [0, max_zero], "

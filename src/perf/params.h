@@ -262,10 +262,10 @@ struct FrameworkProfile {
   // An MoE layer's routed GEMMs (the experts' batched GEMMs, the router,
   // GShard's dispatch and combine einsums) against the framework's dense
   // GEMMs: their time is divided by this. 1 where the experts run as the
-  // dense layers' GEMMs do; fitted for Alpa (within [0.3, 1]), where XLA
-  // lowers the GShard einsums to batched dots over transposed [E, G, C, M]
-  // operands and both Arena databases' one-GPU runs price them below its
-  // dense GEMMs.
+  // dense layers' GEMMs do; fitted for Alpa (within [0.3, 1]): both Arena
+  // databases' one-GPU runs price them below its dense GEMMs (plausibly
+  // XLA's batched dots over the GShard einsums' [E, G, C, M] operands and
+  // the transposes between their layouts; not measured kernel by kernel).
   double moe_gemm_efficiency = 1.0;
 
   // Whether its pipeline schedule can put `layers` layers on p*v virtual
