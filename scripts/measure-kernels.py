@@ -37,6 +37,20 @@ WHAT
                channels_last (NHWC) tensors, cudnn.benchmark on: what a
                memory format and cuDNN's algorithm choice cost (section
                "conv", not in the default list; rows go to convs.csv).
+    legacy     one plain Triton fp16 GEMM source over 14 GPT-layer and square
+               shapes, compiled twice in child processes: for Hopper's
+               wgmma path and, with DISABLE_MMA_V3=1, for the mma.sync path
+               code built for sm_80 takes (each shape's best of six tile
+               configurations, and whether its PTX holds wgmma), beside
+               cuBLAS: what pre-Hopper kernels lose on a Hopper GPU (section
+               "legacy", needs Triton; not in the default list; rows go to
+               OUT/legacy-native/kernels.csv and OUT/legacy-mma2/kernels.csv).
+    wrn        whole training steps of the Arena/Alpa Wide-ResNets (500M, 1B:
+               bottleneck ResNet-50 with widened 3x3 convolutions, BatchNorm,
+               image 224, 1,024 classes) in fp32 with TF32 off, every block
+               recomputed, SGD with momentum, NHWC and NCHW, micro-batches
+               16/8/32 (section "wrn", not in the default list; rows go to
+               wrn.csv).
   Each kernel is timed with CUDA events around a loop of back-to-back launches
   sized to about 20 ms, after warm-up; the median of three such loops.
 
@@ -48,6 +62,10 @@ OUTPUT (--out DIR)
                peak_reserved_gib,status
   convs.csv    layer,count,batch,cin,cout,hw_in,hw_out,kernel,stride,dtype,
                format,pass,flops,seconds,tflops,note
+  wrn.csv      model,depth,base_channels,width,image,classes,micro_batch,params,
+               dtype,format,recompute,step_seconds,images_per_s,peak_alloc_gib,
+               peak_reserved_gib,status (peak memory includes cudnn.benchmark's
+               algorithm trials)
   meta.json    GPU name, SMs, memory, clocks, driver, torch/CUDA/cuDNN
                versions, date, and the settings used.
   Rows are flushed as they are measured; --budget-s stops each later section
@@ -56,6 +74,7 @@ OUTPUT (--out DIR)
 USAGE
   scripts/measure-kernels.py --out /tmp/kern [--budget-s 240] [--quick]
   scripts/measure-kernels.py --summarize-convs data/measured/h200-convs.csv
+  scripts/measure-kernels.py --out /tmp/k3 --sections legacy,wrn --budget-s 330
   scripts/measure-kernels.py --out /tmp/k2 --sections align,train --vocab 50304 \
       --models gpt3-125m,gpt3-350m
   --quick runs a handful of each (minutes of GPU time become seconds); on a
@@ -767,6 +786,273 @@ def run_llama(args, dev, out, deadline):
                 torch.cuda.empty_cache()
 
 
+# --- sm_80-style GEMMs on Hopper (section "legacy") ---
+
+# GEMMs of GPT layers at 8,192 tokens (QKV h->3h, fc1 h->4h, fc2 4h->h, as
+# the forward product (M, N, K)) and two large squares, fp16.
+LEGACY_SHAPES = [(8192, 3 * h, h) for h in (1536, 2048, 4096, 8192)] + \
+    [(8192, 4 * h, h) for h in (1536, 2048, 4096, 8192)] + \
+    [(8192, h, 4 * h) for h in (1536, 2048, 4096, 8192)] + [(4096, 4096, 4096), (8192, 8192, 8192)]
+# Tile configurations tried per shape (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages); the best counts.
+LEGACY_CONFIGS = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 4, 4),
+                  (128, 128, 64, 8, 4), (128, 128, 32, 4, 4), (64, 256, 32, 4, 4)]
+
+
+def triton_matmul():
+    """A plain tiled fp16 GEMM in Triton (fp32 accumulation, grouped tile
+    order): the same source compiles to Hopper's wgmma path or, with
+    DISABLE_MMA_V3=1, to the mma.sync path Ampere code takes."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def mm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+        pid = tl.program_id(0)
+        num_m = tl.cdiv(M, BM)
+        num_n = tl.cdiv(N, BN)
+        in_group = GROUP * num_n
+        first_m = (pid // in_group) * GROUP
+        rows = min(num_m - first_m, GROUP)
+        pid_m = first_m + (pid % in_group) % rows
+        pid_n = (pid % in_group) // rows
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
+        b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            x = tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0)
+            y = tl.load(b, mask=rk[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(x, y, acc)
+            a += BK * sak
+            b += BK * sbk
+        c = c_ptr + rm[:, None] * scm + rn[None, :] * scn
+        tl.store(c, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    return triton, mm
+
+
+def run_legacy_child(args, dev, timer, out, deadline):
+    """One compilation mode (args.legacy_mode): each shape's best tile
+    configuration, whether its PTX holds wgmma, and (native mode) cuBLAS."""
+    if dev.type != "cuda":
+        print("legacy: needs CUDA and Triton; skipped", file=sys.stderr)
+        return
+    try:
+        triton, mm = triton_matmul()
+    except ImportError as e:
+        print(f"legacy: no Triton ({e}); skipped", file=sys.stderr)
+        return
+    shapes = LEGACY_SHAPES[:2] if args.quick else LEGACY_SHAPES
+    for m, n, k in shapes:
+        if time.monotonic() > deadline:
+            return
+        a = torch.randn(m, k, device=dev, dtype=torch.float16)
+        b = torch.randn(k, n, device=dev, dtype=torch.float16)
+        c = torch.empty(m, n, device=dev, dtype=torch.float16)
+        flops = 2.0 * m * n * k
+        ref = a @ b
+        if args.legacy_mode == "native":
+            s, it = timer.time(lambda: a @ b)
+            out.row(kernel="cublas_gemm", dtype="fp16", m=m, n=n, k=k, batch=1, heads="", seq="",
+                    head_dim="", causal="", **{"pass": "fwd"}, bytes="", flops=int(flops),
+                    seconds=fmt(s), tflops=fmt(flops / s / 1e12, 5), gbs="", note=f"iters={it}")
+        best = None
+        for bm, bn, bk, warps, stages in LEGACY_CONFIGS:
+            grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+
+            def launch():
+                return mm[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP=8,
+                                num_warps=warps, num_stages=stages)
+            try:
+                compiled = launch()
+                torch.cuda.synchronize()
+                err = (c.float() - ref.float()).abs().max().item()
+                ptx = getattr(compiled, "asm", {}).get("ptx", "") if compiled is not None else ""
+                wgmma = int("wgmma" in ptx) if ptx else -1
+                s, it = timer.time(launch)
+            except Exception as e:  # noqa: BLE001 - a config that does not compile or fit
+                print(f"legacy {args.legacy_mode} {m}x{n}x{k} {bm}x{bn}x{bk}: {e!r}"[:300], file=sys.stderr)
+                continue
+            if best is None or s < best[0]:
+                best = (s, it, f"{bm}x{bn}x{bk} w{warps} s{stages}", wgmma, err)
+        if best is not None:
+            s, it, cfg, wgmma, err = best
+            out.row(kernel="triton_gemm", dtype="fp16", m=m, n=n, k=k, batch=1, heads="", seq="",
+                    head_dim="", causal="", **{"pass": "fwd"}, bytes="", flops=int(flops),
+                    seconds=fmt(s), tflops=fmt(flops / s / 1e12, 5), gbs="",
+                    note=f"mode={args.legacy_mode} wgmma={wgmma} config={cfg} maxerr={err:.3g} iters={it}")
+            print(f"legacy {args.legacy_mode} {m}x{n}x{k}: {flops / s / 1e12:.0f} TFLOP/s ({cfg}, "
+                  f"wgmma={wgmma})", file=sys.stderr, flush=True)
+        del a, b, c, ref
+
+
+def run_legacy(args, dev, deadline):
+    """The same Triton GEMMs compiled twice, each in its own process (the
+    mode is read when a kernel compiles; each with its own kernel cache):
+    native (wgmma on Hopper) and DISABLE_MMA_V3=1 (mma.sync, the path code
+    built for sm_80 takes). Rows go to OUT/legacy-native/kernels.csv and
+    OUT/legacy-mma2/kernels.csv."""
+    for mode in ("native", "mma2"):
+        left = deadline - time.monotonic()
+        if left < 5:
+            return
+        sub = os.path.join(args.out, "legacy-" + mode)
+        env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(sub, "triton-cache"))
+        env.pop("DISABLE_MMA_V3", None)
+        if mode == "mma2":
+            env["DISABLE_MMA_V3"] = "1"
+        cmd = [sys.executable, os.path.abspath(__file__), "--out", sub, "--sections", "legacy-child",
+               "--legacy-mode", mode, "--budget-s", str(int(left / 2 if mode == "native" else left)),
+               "--target-s", str(args.target_s)] + (["--quick"] if args.quick else [])
+        try:
+            subprocess.run(cmd, env=env, timeout=max(10, left), check=False)
+        except subprocess.TimeoutExpired:
+            print(f"legacy {mode}: timed out", file=sys.stderr)
+
+
+# --- Wide-ResNet training steps (section "wrn") ---
+
+WRN_FIELDS = ["model", "depth", "base_channels", "width", "image", "classes", "micro_batch",
+              "params", "dtype", "format", "recompute", "step_seconds", "images_per_s",
+              "peak_alloc_gib", "peak_reserved_gib", "status"]
+
+
+class WrnBlock(nn.Module):
+    """Bottleneck block as Alpa's/Arena's Flax WideResNet writes it: 1x1 to
+    `filters`, 3x3 (the block's stride) to filters x width, 1x1 to
+    filters x 4, BatchNorm after each, a 1x1 projection where the shape
+    changes."""
+
+    def __init__(self, cin, filters, width, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, filters, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(filters)
+        self.c2 = nn.Conv2d(filters, filters * width, 3, stride=stride, padding=1, bias=False)
+        self.b2 = nn.BatchNorm2d(filters * width)
+        self.c3 = nn.Conv2d(filters * width, filters * 4, 1, bias=False)
+        self.b3 = nn.BatchNorm2d(filters * 4)
+        self.proj = None
+        if stride != 1 or cin != filters * 4:
+            self.proj = nn.Sequential(nn.Conv2d(cin, filters * 4, 1, stride=stride, bias=False),
+                                      nn.BatchNorm2d(filters * 4))
+
+    def forward(self, x):
+        y = F.relu(self.b1(self.c1(x)))
+        y = F.relu(self.b2(self.c2(y)))
+        y = self.b3(self.c3(y))
+        return F.relu(y + (x if self.proj is None else self.proj(x)))
+
+
+class WideResNet(nn.Module):
+    def __init__(self, depth, base, width, classes, checkpoint):
+        super().__init__()
+        stages = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3]}[depth]
+        self.checkpoint = checkpoint
+        self.stem = nn.Sequential(nn.Conv2d(3, base, 7, stride=2, padding=3, bias=False),
+                                  nn.BatchNorm2d(base), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        blocks, cin = [], base
+        for i, n in enumerate(stages):
+            for j in range(n):
+                blocks.append(WrnBlock(cin, base << i, width, 2 if i > 0 and j == 0 else 1))
+                cin = (base << i) * 4
+        self.blocks = nn.ModuleList(blocks)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x, labels):
+        x = self.stem(x)
+        for blk in self.blocks:
+            if self.checkpoint:
+                x = torch.utils.checkpoint.checkpoint(blk, x, use_reentrant=False)
+            else:
+                x = blk(x)
+        return F.cross_entropy(self.fc(x.mean((2, 3))), labels)
+
+
+def run_wrn(args, dev, out, deadline):
+    """Whole training steps of the Arena/Alpa Wide-ResNets (image 224, 1,024
+    classes) on the one GPU in fp32 with TF32 off, as the Arena runs train
+    them: every block recomputed in backward, SGD with momentum, one
+    micro-batch per step; cudnn.benchmark picks each convolution's
+    algorithm. channels_last (NHWC) and NCHW."""
+    # (name, depth, base channels, width factor): Alpa's suite_wresnet.py sizes.
+    models = [("wide_resnet__500M", 50, 224, 2), ("wide_resnet__1B", 50, 320, 2)]
+    # In order of use: the Arena runs' micro-batches are 16 on one GPU and 8
+    # per data-parallel replica.
+    configs = [("wide_resnet__500M", "nhwc", [16, 8, 32]), ("wide_resnet__500M", "nchw", [16, 8]),
+               ("wide_resnet__1B", "nhwc", [16, 8]), ("wide_resnet__1B", "nchw", [16])]
+    image, classes, steps, warm = 224, 1024, 4, 2
+    if args.quick or dev.type != "cuda":
+        models = [("tiny-wrn", 50, 8, 2)]
+        configs = [("tiny-wrn", "nhwc", [2]), ("tiny-wrn", "nchw", [2])]
+        image, classes, steps, warm = 32, 10, 1, 1
+    shape = {m[0]: m[1:] for m in models}
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for name, fmt_name, mbs in configs:
+        if time.monotonic() > deadline:
+            return
+        depth, base, width = shape[name]
+        mf = torch.channels_last if fmt_name == "nhwc" else torch.contiguous_format
+        torch.manual_seed(0)
+        model = on_device(dev, lambda: WideResNet(depth, base, width, classes, True))
+        model = model.to(memory_format=mf)
+        nparams = sum(p.numel() for p in model.parameters())
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+        for mb in mbs:
+            if time.monotonic() > deadline:
+                break
+            status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
+            x = torch.randn(mb, 3, image, image, device=dev).to(memory_format=mf)
+            y = torch.randint(0, classes, (mb,), device=dev)
+
+            def step():
+                model(x, y).backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            try:
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                for _ in range(warm):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                if dev.type == "cuda":
+                    torch.cuda.synchronize()
+                    alloc = torch.cuda.max_memory_allocated() / 2**30
+                    reserved = torch.cuda.max_memory_reserved() / 2**30
+                step_s = (time.perf_counter() - t0) / steps
+            except torch.cuda.OutOfMemoryError:
+                status = "oom"
+            except Exception as e:  # noqa: BLE001 - record why, go on
+                print(f"wrn {name} {fmt_name} mb={mb}: {e!r}", file=sys.stderr)
+                status = "error"
+            opt.zero_grad(set_to_none=True)
+            out.row(model=name, depth=depth, base_channels=base, width=width, image=image,
+                    classes=classes, micro_batch=mb, params=nparams, dtype="fp32", format=fmt_name,
+                    recompute="full", step_seconds=fmt(step_s),
+                    images_per_s=fmt(mb / step_s) if status == "ok" else "nan",
+                    peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5), status=status)
+            print(f"wrn {name} {fmt_name} mb={mb}: {status} {step_s:.4f} s/step {alloc:.1f} GiB",
+                  file=sys.stderr, flush=True)
+            del x, y
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+            if status != "ok":
+                break
+        del model, opt
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    torch.backends.cudnn.allow_tf32 = True
+
+
 def meta(dev, args):
     m = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
          "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -802,6 +1088,8 @@ def main():
     ap.add_argument("--recompute", default="none", choices=["none", "full"],
                     help="train: full = torch.utils.checkpoint around every block")
     ap.add_argument("--quick", action="store_true", help="a few shapes of each")
+    ap.add_argument("--legacy-mode", default="native", choices=["native", "mma2"],
+                    help=argparse.SUPPRESS)  # set by section "legacy" for its child processes
     ap.add_argument("--sections", default="gemm,precision,attention,elementwise,bmm,train",
                     help="comma-separated sections to run, in this order")
     args = ap.parse_args()
@@ -823,6 +1111,7 @@ def main():
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     cvout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in sections else None
+    wout = Writer(os.path.join(args.out, "wrn.csv"), WRN_FIELDS) if "wrn" in sections else None
     # Each section: its share of the budget, and how it runs until its deadline.
     table = {
         "align": (0.05, lambda dl: run_align(args, dev, timer, kout, dl)),
@@ -834,6 +1123,9 @@ def main():
         "train": (0.35, lambda dl: run_train(args, dev, tout, dl)),
         "llama": (0.35, lambda dl: run_llama(args, dev, tout, dl)),
         "conv": (0.20, lambda dl: run_conv(args, dev, timer, cvout, dl)),
+        "legacy": (0.30, lambda dl: run_legacy(args, dev, dl)),
+        "legacy-child": (0.30, lambda dl: run_legacy_child(args, dev, timer, kout, dl)),
+        "wrn": (0.50, lambda dl: run_wrn(args, dev, wout, dl)),
     }
     for s in sections:
         if s not in table:

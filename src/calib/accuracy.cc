@@ -201,7 +201,8 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
     if (!Alpa(*c)) tuned.insert(c->arch);
   FrameworkProfile* alpa = p.MutableFramework("alpa");
   bool alpa_rows_on_tuned = false;
-  for (const ReferenceCase* c : cases) alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0;
+  for (const ReferenceCase* c : cases)
+    alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0 && c->model.kind == ModelKind::kTransformer;
   for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
 
   for (int it = 0; it < iterations; ++it) {
@@ -219,7 +220,14 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
       a->gemm = step(a->gemm, r, a->gemm_floor, a->gemm_ceiling);
     }
     if (alpa != nullptr && alpa_rows_on_tuned) {
-      double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return Alpa(c) && tuned.count(c.arch); });
+      // Alpa's kernel efficiency is its GEMMs' (XLA's dots and fusions)
+      // against cuBLAS: fitted on the transformers, whose steps are GEMMs.
+      // A CNN step is cuDNN's convolutions, in fp32 on the CUDA cores for
+      // the Arena's Wide-ResNets, which the architectures' tensor-core fit
+      // does not describe; its rows would carry that into XLA's GEMMs.
+      double r = MedianRatio(rep.results, [&](const ReferenceCase& c) {
+        return Alpa(c) && tuned.count(c.arch) && c.model.kind == ModelKind::kTransformer;
+      });
       alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
     }
     if (alpa != nullptr) {

@@ -335,6 +335,53 @@ TEST(Calibration, AlpaOneGpuMoeAndDenseRowsAgree) {
   EXPECT_NEAR(Median(moe) / Median(dense), 1.0, 0.03);
 }
 
+// Alpa's kernel efficiency (its GEMMs against cuBLAS) is fitted on the
+// transformers: the Wide-ResNet rows' times (cuDNN's fp32 convolutions) do
+// not move it, whatever they are.
+TEST(Calibration, AlpaKernelEfficiencyIsFittedOnItsTransformerRows) {
+  TESSEL_REQUIRE_DATA();
+  auto refs = LoadReferences(ReferenceFiles::Under(testing::DataDir()), 28.5);
+  ASSERT_TRUE(refs.ok());
+  ReferenceSet changed = *refs;
+  int cnn = 0;
+  for (auto& c : changed.cases)
+    if (c.framework == "alpa" && c.model.kind == ModelKind::kCnn) {
+      c.measured_iteration_s *= 3;
+      ++cnn;
+    }
+  ASSERT_GE(cnn, 100);
+  auto fitted = [](const ReferenceSet& s) {
+    return (*FitParams(s, DefaultPerfParams(), 3).FindFramework("alpa"))->kernel_efficiency;
+  };
+  const double k = fitted(*refs);
+  EXPECT_EQ(fitted(changed), k);
+  // ... while its transformer rows do.
+  for (auto& c : changed.cases)
+    if (c.framework == "alpa" && c.model.kind == ModelKind::kTransformer) c.measured_iteration_s *= 1.2;
+  EXPECT_LT(fitted(changed), k);
+}
+
+// Eager PyTorch's fp32 Wide-ResNet steps measured on an H100
+// (published.csv, source tessel-h100-wrn): the CNN model, built from the
+// convolutions' implicit GEMMs at the architecture's fitted efficiency and
+// BatchNorm's passes over memory, predicts each within 8%.
+TEST(Calibration, PredictsTheMeasuredWideResNetSteps) {
+  ReferenceSet set;
+  ASSERT_TRUE(LoadThroughputCsvText(EmbeddedPublishedCsv(), "published.csv", &set).ok());
+  AccuracyReport rep = EvaluateAccuracy(set, Estimator());
+  int rows = 0;
+  for (const auto& r : rep.results) {
+    if (r.ref->source != "tessel-h100-wrn") continue;
+    ++rows;
+    EXPECT_EQ(r.ref->model.kind, ModelKind::kCnn);
+    EXPECT_EQ(r.ref->model.name, "wide_resnet__500M");
+    EXPECT_EQ(r.ref->precision, Precision::kFp32);
+    ASSERT_TRUE(r.predicted) << r.ref->id;
+    EXPECT_NEAR(r.predicted_s / r.measured_s, 1.0, 0.08) << r.ref->id;
+  }
+  EXPECT_EQ(rows, 5);
+}
+
 TEST(Calibration, FitIgnoresRowsItIsNotGiven) {
   TESSEL_REQUIRE_DATA();
   auto refs = LoadReferences(ReferenceFiles::Under(testing::DataDir()), 28.5);

@@ -232,8 +232,13 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     c.gpus = n;
     if (mem_gb) c.measured_memory_gib = *mem_gb * 1e9 / (1024.0 * 1024 * 1024);
     std::string lname = ToLower(name);
+    auto catalog_cnn = FindModel(name);
     if (Contains(lname, "resnet-50")) {
       c.model = **FindModel("resnet-50");
+    } else if (catalog_cnn.ok() && (*catalog_cnn)->kind == ModelKind::kCnn) {
+      // A CNN named as the catalog names it (the Arena/Alpa Wide-ResNets).
+      c.model = **catalog_cnn;
+      c.model.cnn.channels_first = Contains(ToLower(t.Get(row, "notes")), "memory format: nchw");
     } else {
       if (layers <= 0 || hidden <= 0 || heads <= 0 || seq <= 0) {
         out->skipped.push_back({id, "model shape (layers, hidden, heads, seq_len) not stated"});

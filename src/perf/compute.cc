@@ -23,8 +23,10 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   // FP8 training quantizes the linear layers only; the rest runs in 16 bits.
   const bool fp8 = precision == Precision::kFp8;
   peak_ = DensePeakTflops(gpu, fp8 ? Precision::kBf16 : precision) * 1e12;
-  // sm_80-style kernels on an architecture with a newer native path.
-  const double legacy = framework.native_kernels ? 1.0 : a.legacy_gemm;
+  // sm_80-style kernels on an architecture with a newer native path. Only
+  // tensor-core math has one (Hopper's wgmma): FP32 GEMMs and convolutions
+  // run FFMA on the CUDA cores whatever architecture the code was built for.
+  const double legacy = framework.native_kernels || precision == Precision::kFp32 ? 1.0 : a.legacy_gemm;
   gemm_eff_ = std::clamp(a.gemm * framework.kernel_efficiency * legacy, 0.01, 1.0);
   // A framework without FP8 runs it in 16 bits (ValidatePlan refuses it).
   fp8_linear_ = fp8 && framework.fp8;
