@@ -542,23 +542,11 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
-    """Mean seconds of `steps` training steps after `warm` warm-up ones, and
+def run_steps(step, opt, dev, steps, warm, what):
+    """Mean seconds of `steps` calls of `step` after `warm` warm-up ones, and
     the peak allocated and reserved GiB: (status, seconds, alloc, reserved),
     status "oom" when the step does not fit, "error" (printed) otherwise."""
     status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
-    idx = torch.randint(0, vocab, (mb, seq), device=dev)
-    tgt = torch.randint(0, vocab, (mb, seq), device=dev)
-
-    def step():
-        if autocast:
-            with torch.autocast(dev.type, dtype=torch.bfloat16):
-                loss = model(idx, tgt)
-        else:
-            loss = model(idx, tgt)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
     try:
         if dev.type == "cuda":
             torch.cuda.synchronize()
@@ -577,15 +565,33 @@ def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
         step_s = (time.perf_counter() - t0) / steps
     except torch.cuda.OutOfMemoryError:
         status = "oom"
-        opt.zero_grad(set_to_none=True)
     except Exception as e:  # noqa: BLE001 - record why, go on
-        print(f"step at micro-batch {mb}: {e!r}", file=sys.stderr)
+        print(f"{what}: {e!r}", file=sys.stderr)
         status = "error"
+    opt.zero_grad(set_to_none=True)
+    return status, step_s, alloc, reserved
+
+
+def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
+    """run_steps over whole training steps of a language model at micro-batch
+    `mb` (random tokens)."""
+    idx = torch.randint(0, vocab, (mb, seq), device=dev)
+    tgt = torch.randint(0, vocab, (mb, seq), device=dev)
+
+    def step():
+        if autocast:
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                loss = model(idx, tgt)
+        else:
+            loss = model(idx, tgt)
+        loss.backward()
+        opt.step()
         opt.zero_grad(set_to_none=True)
+    result = run_steps(step, opt, dev, steps, warm, f"step at micro-batch {mb}")
     del idx, tgt
     if dev.type == "cuda":
         torch.cuda.empty_cache()
-    return status, step_s, alloc, reserved
+    return result
 
 
 def train_row(out, label, result, per_token, **fields):
@@ -1005,7 +1011,6 @@ def run_wrn(args, dev, out, deadline):
         for mb in mbs:
             if time.monotonic() > deadline:
                 break
-            status, step_s, alloc, reserved = "ok", float("nan"), 0.0, 0.0
             x = torch.randn(mb, 3, image, image, device=dev).to(memory_format=mf)
             y = torch.randint(0, classes, (mb,), device=dev)
 
@@ -1013,28 +1018,8 @@ def run_wrn(args, dev, out, deadline):
                 model(x, y).backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-            try:
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                for _ in range(warm):
-                    step()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(steps):
-                    step()
-                if dev.type == "cuda":
-                    torch.cuda.synchronize()
-                    alloc = torch.cuda.max_memory_allocated() / 2**30
-                    reserved = torch.cuda.max_memory_reserved() / 2**30
-                step_s = (time.perf_counter() - t0) / steps
-            except torch.cuda.OutOfMemoryError:
-                status = "oom"
-            except Exception as e:  # noqa: BLE001 - record why, go on
-                print(f"wrn {name} {fmt_name} mb={mb}: {e!r}", file=sys.stderr)
-                status = "error"
-            opt.zero_grad(set_to_none=True)
+            status, step_s, alloc, reserved = run_steps(step, opt, dev, steps, warm,
+                                                        f"wrn {name} {fmt_name} mb={mb}")
             out.row(model=name, depth=depth, base_channels=base, width=width, image=image,
                     classes=classes, micro_batch=mb, params=nparams, dtype="fp32", format=fmt_name,
                     recompute="full", step_seconds=fmt(step_s),
