@@ -96,8 +96,9 @@ std::vector<ArchEfficiency> ArchDefaults() {
       "A100 SXM: large bf16 GEMMs about 270-280 of 312 TFLOP/s (cuBLAS; Bekman's MAMF finder "
       "271 TFLOP/s); FlashAttention-2 (Dao 2023) forward+backward up to 225 TFLOP/s (72%) at "
       "head dim 128, about 60% at sequence 2k");
-  add("ada", 0.95, 0.55, 0.55,
-      "L20/L40: cuBLAS HGEMM about 105-115 of 119.5 TFLOP/s (fp32 accumulate); FlashAttention-2 "
+  add("ada", 0.96, 0.55, 0.55,
+      "L20: cuBLAS HGEMM up to 114.7 of 119.5 TFLOP/s at sizes 12,544-16,384 (fp32 accumulate; "
+      "CUDA-Learn-Notes' hgemm benchmark, data/measured/kernel-ceilings.csv); FlashAttention-2 "
       "on sm_89 at about Ampere's fraction");
   add("hopper", 0.82, 0.325, 0.56,
       "H100 SXM: large bf16 GEMMs about 750-800 of 989 TFLOP/s (power-limited; Bekman's MAMF "
@@ -335,7 +336,7 @@ PerfParams BuildDefaults() {
   FittedArch(p, "volta", 0.7564);
   UnfittedArch(p, "turing", 0.6346);
   FittedArch(p, "ampere", 0.6626);
-  UnfittedArch(p, "ada", 0.7536);
+  UnfittedArch(p, "ada", 0.7616);
   FittedArch(p, "hopper", 0.6505);
   FittedFramework(p, "alpa", 0.8589, 0.8037);
   // END GENERATED
