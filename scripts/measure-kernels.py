@@ -51,6 +51,10 @@ WHAT
                recomputed, SGD with momentum, NHWC and NCHW, micro-batches
                16/8/32 (section "wrn", not in the default list; rows go to
                wrn.csv).
+    wrnblocks  each part of Wide-ResNet-500M (stem, 16 bottleneck blocks,
+               classifier) timed by itself at micro-batch 16, fp32,
+               channels_last, forward and forward+backward (section
+               "wrnblocks", not in the default list; rows go to wrnblocks.csv).
   Each kernel is timed with CUDA events around a loop of back-to-back launches
   sized to about 20 ms, after warm-up; the median of three such loops.
 
@@ -62,6 +66,8 @@ OUTPUT (--out DIR)
                peak_reserved_gib,status
   convs.csv    layer,count,batch,cin,cout,hw_in,hw_out,kernel,stride,dtype,
                format,pass,flops,seconds,tflops,note
+  wrnblocks.csv  model,micro_batch,index,block,shape_in,seconds_fwd,
+               seconds_fwd_bwd,note
   wrn.csv      model,depth,base_channels,width,image,classes,micro_batch,params,
                dtype,format,recompute,step_seconds,images_per_s,peak_alloc_gib,
                peak_reserved_gib,status (peak memory includes cudnn.benchmark's
@@ -1038,6 +1044,61 @@ def run_wrn(args, dev, out, deadline):
     torch.backends.cudnn.allow_tf32 = True
 
 
+
+WRN_BLOCK_FIELDS = ["model", "micro_batch", "index", "block", "shape_in", "seconds_fwd",
+                    "seconds_fwd_bwd", "note"]
+
+
+def run_wrn_blocks(args, dev, timer, out, deadline):
+    """Each part of Wide-ResNet-500M (stem, the 16 bottleneck blocks, the
+    pooled classifier) timed by itself at micro-batch 16 in fp32 (TF32 off,
+    channels_last, cudnn.benchmark), forward and forward+backward: how the
+    step's time spreads over the network (section "wrnblocks")."""
+    depth, base, width, image, classes, mb = 50, 224, 2, 224, 1024, 16
+    if args.quick or dev.type != "cuda":
+        base, image, classes, mb = 8, 32, 10, 2
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mf = torch.channels_last
+    torch.manual_seed(0)
+    net = on_device(dev, lambda: WideResNet(depth, base, width, classes, False)).to(memory_format=mf)
+    parts = [("stem", net.stem)] + [(f"block{i}", b) for i, b in enumerate(net.blocks)]
+    x = torch.randn(mb, 3, image, image, device=dev).to(memory_format=mf)
+    inputs = []
+    with torch.no_grad():
+        for _, mod in parts:
+            inputs.append(x)
+            x = mod(x)
+    pooled = x.mean((2, 3))  # the classifier's input
+    for i, (name, mod) in enumerate(parts + [("fc", net.fc)]):
+        if time.monotonic() > deadline:
+            return
+        inp = (pooled if name == "fc" else inputs[i]).detach().clone().requires_grad_(True)
+        with torch.no_grad():
+            y = mod(inp)
+        gy = torch.randn_like(y)
+
+        def fwd():
+            with torch.no_grad():
+                mod(inp)
+
+        def fwd_bwd():
+            mod(inp).backward(gy)
+        try:
+            tf, _ = timer.time(fwd)
+            tb, it = timer.time(fwd_bwd)
+        except RuntimeError as e:  # noqa: PERF203 - record and go on
+            print(f"wrnblocks {name}: {e!r}", file=sys.stderr)
+            continue
+        out.row(model="wide_resnet__500M" if base == 224 else "tiny-wrn", micro_batch=mb, index=i,
+                block=name, shape_in="x".join(str(d) for d in inp.shape), seconds_fwd=fmt(tf),
+                seconds_fwd_bwd=fmt(tb), note=f"iters={it}")
+        print(f"wrnblocks {name}: fwd {tf * 1e3:.2f} ms fwd+bwd {tb * 1e3:.2f} ms", file=sys.stderr, flush=True)
+        del inp, y, gy
+    torch.backends.cudnn.allow_tf32 = True
+
+
 def meta(dev, args):
     m = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
          "torch": torch.__version__, "cuda": torch.version.cuda,
@@ -1097,6 +1158,7 @@ def main():
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     cvout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in sections else None
     wout = Writer(os.path.join(args.out, "wrn.csv"), WRN_FIELDS) if "wrn" in sections else None
+    bout = Writer(os.path.join(args.out, "wrnblocks.csv"), WRN_BLOCK_FIELDS) if "wrnblocks" in sections else None
     # Each section: its share of the budget, and how it runs until its deadline.
     table = {
         "align": (0.05, lambda dl: run_align(args, dev, timer, kout, dl)),
@@ -1111,6 +1173,7 @@ def main():
         "legacy": (0.30, lambda dl: run_legacy(args, dev, dl)),
         "legacy-child": (0.30, lambda dl: run_legacy_child(args, dev, timer, kout, dl)),
         "wrn": (0.50, lambda dl: run_wrn(args, dev, wout, dl)),
+        "wrnblocks": (0.30, lambda dl: run_wrn_blocks(args, dev, timer, bout, dl)),
     }
     for s in sections:
         if s not in table:
