@@ -51,6 +51,10 @@ WHAT
                recomputed, SGD with momentum, NHWC and NCHW, micro-batches
                16/8/32 (section "wrn", not in the default list; rows go to
                wrn.csv).
+    cnn        as wrn, on the tensor cores: ResNet-50 v1.5 (no recompute) at
+               micro-batch 256/128 in bf16 (autocast) and 256 in TF32, and
+               Wide-ResNet-500M at 16/32 in bf16 and 16 in TF32, channels_last
+               (section "cnn", not in the default list; rows go to wrn.csv).
     wrnblocks  each part of Wide-ResNet-500M (stem, 16 bottleneck blocks,
                classifier) timed by itself at micro-batch 16, fp32,
                channels_last, forward and forward+backward (section
@@ -983,34 +987,48 @@ class WideResNet(nn.Module):
         return F.cross_entropy(self.fc(x.mean((2, 3))), labels)
 
 
-def run_wrn(args, dev, out, deadline):
-    """Whole training steps of the Arena/Alpa Wide-ResNets (image 224, 1,024
-    classes) on the one GPU in fp32 with TF32 off, as the Arena runs train
-    them: every block recomputed in backward, SGD with momentum, one
-    micro-batch per step; cudnn.benchmark picks each convolution's
-    algorithm. channels_last (NHWC) and NCHW."""
-    # (name, depth, base channels, width factor): Alpa's suite_wresnet.py sizes.
-    models = [("wide_resnet__500M", 50, 224, 2), ("wide_resnet__1B", 50, 320, 2)]
-    # In order of use: the Arena runs' micro-batches are 16 on one GPU and 8
-    # per data-parallel replica.
-    configs = [("wide_resnet__500M", "nhwc", [16, 8, 32]), ("wide_resnet__500M", "nchw", [16, 8]),
-               ("wide_resnet__1B", "nhwc", [16, 8]), ("wide_resnet__1B", "nchw", [16])]
-    image, classes, steps, warm = 224, 1024, 4, 2
+def run_wrn(args, dev, out, deadline, cnn=False):
+    """Whole training steps of ResNet-shaped CNNs on the one GPU, SGD with
+    momentum, one micro-batch per step, cudnn.benchmark picking each
+    convolution's algorithm. Section "wrn": the Arena/Alpa Wide-ResNets
+    (image 224, 1,024 classes) as the Arena runs train them: fp32 with TF32
+    off, every block recomputed in backward; channels_last (NHWC) and NCHW.
+    Section "cnn": ResNet-50 v1.5 (1,000 classes, no recompute, as
+    DeepLearningExamples trains it) and Wide-ResNet-500M on the tensor cores,
+    bf16 under autocast and TF32, channels_last."""
+    # (name, depth, base channels, width factor, classes): Alpa's
+    # suite_wresnet.py sizes; ResNet-50 v1.5 is width 1 of base 64.
+    models = [("wide_resnet__500M", 50, 224, 2, 1024), ("wide_resnet__1B", 50, 320, 2, 1024),
+              ("resnet-50", 50, 64, 1, 1000)]
+    # (model, memory format, precision, recompute, micro-batches), in order of
+    # use: the Arena runs' micro-batches are 16 on one GPU and 8 per
+    # data-parallel replica.
+    if cnn:
+        configs = [("resnet-50", "nhwc", "bf16", "none", [256, 128]), ("resnet-50", "nhwc", "tf32", "none", [256]),
+                   ("wide_resnet__500M", "nhwc", "bf16", "full", [16, 32]),
+                   ("wide_resnet__500M", "nhwc", "tf32", "full", [16])]
+    else:
+        configs = [("wide_resnet__500M", "nhwc", "fp32", "full", [16, 8, 32]),
+                   ("wide_resnet__500M", "nchw", "fp32", "full", [16, 8]),
+                   ("wide_resnet__1B", "nhwc", "fp32", "full", [16, 8]),
+                   ("wide_resnet__1B", "nchw", "fp32", "full", [16])]
+    image, steps, warm = 224, 4, 2
     if args.quick or dev.type != "cuda":
-        models = [("tiny-wrn", 50, 8, 2)]
-        configs = [("tiny-wrn", "nhwc", [2]), ("tiny-wrn", "nchw", [2])]
-        image, classes, steps, warm = 32, 10, 1, 1
+        models = [("tiny-wrn", 50, 8, 2, 10)]
+        configs = [("tiny-wrn", f, "fp32" if dev.type != "cuda" else p, r, [2])
+                   for _, f, p, r, _ in configs[:2]]
+        image, steps, warm = 32, 1, 1
     shape = {m[0]: m[1:] for m in models}
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    for name, fmt_name, mbs in configs:
+    for name, fmt_name, prec, rc, mbs in configs:
         if time.monotonic() > deadline:
             return
-        depth, base, width = shape[name]
+        depth, base, width, classes = shape[name]
+        torch.backends.cudnn.allow_tf32 = prec == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
         mf = torch.channels_last if fmt_name == "nhwc" else torch.contiguous_format
         torch.manual_seed(0)
-        model = on_device(dev, lambda: WideResNet(depth, base, width, classes, True))
+        model = on_device(dev, lambda: WideResNet(depth, base, width, classes, rc == "full"))
         model = model.to(memory_format=mf)
         nparams = sum(p.numel() for p in model.parameters())
         opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
@@ -1021,18 +1039,22 @@ def run_wrn(args, dev, out, deadline):
             y = torch.randint(0, classes, (mb,), device=dev)
 
             def step():
-                model(x, y).backward()
+                if prec == "bf16":
+                    with torch.autocast(dev.type, dtype=torch.bfloat16):
+                        loss = model(x, y)
+                else:
+                    loss = model(x, y)
+                loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-            status, step_s, alloc, reserved = run_steps(step, opt, dev, steps, warm,
-                                                        f"wrn {name} {fmt_name} mb={mb}")
+            what = f"cnn {name} {fmt_name} {prec} mb={mb}"
+            status, step_s, alloc, reserved = run_steps(step, opt, dev, steps, warm, what)
             out.row(model=name, depth=depth, base_channels=base, width=width, image=image,
-                    classes=classes, micro_batch=mb, params=nparams, dtype="fp32", format=fmt_name,
-                    recompute="full", step_seconds=fmt(step_s),
+                    classes=classes, micro_batch=mb, params=nparams, dtype=prec, format=fmt_name,
+                    recompute=rc, step_seconds=fmt(step_s),
                     images_per_s=fmt(mb / step_s) if status == "ok" else "nan",
                     peak_alloc_gib=fmt(alloc, 5), peak_reserved_gib=fmt(reserved, 5), status=status)
-            print(f"wrn {name} {fmt_name} mb={mb}: {status} {step_s:.4f} s/step {alloc:.1f} GiB",
-                  file=sys.stderr, flush=True)
+            print(f"{what}: {status} {step_s:.4f} s/step {alloc:.1f} GiB", file=sys.stderr, flush=True)
             del x, y
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
@@ -1042,7 +1064,7 @@ def run_wrn(args, dev, out, deadline):
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     torch.backends.cudnn.allow_tf32 = True
-
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 WRN_BLOCK_FIELDS = ["model", "micro_batch", "index", "block", "shape_in", "seconds_fwd",
@@ -1157,7 +1179,7 @@ def main():
     tout = Writer(os.path.join(args.out, "train.csv"), TRAIN_FIELDS)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     cvout = Writer(os.path.join(args.out, "convs.csv"), CONV_FIELDS) if "conv" in sections else None
-    wout = Writer(os.path.join(args.out, "wrn.csv"), WRN_FIELDS) if "wrn" in sections else None
+    wout = Writer(os.path.join(args.out, "wrn.csv"), WRN_FIELDS) if {"wrn", "cnn"} & set(sections) else None
     bout = Writer(os.path.join(args.out, "wrnblocks.csv"), WRN_BLOCK_FIELDS) if "wrnblocks" in sections else None
     # Each section: its share of the budget, and how it runs until its deadline.
     table = {
@@ -1173,6 +1195,7 @@ def main():
         "legacy": (0.30, lambda dl: run_legacy(args, dev, dl)),
         "legacy-child": (0.30, lambda dl: run_legacy_child(args, dev, timer, kout, dl)),
         "wrn": (0.50, lambda dl: run_wrn(args, dev, wout, dl)),
+        "cnn": (0.50, lambda dl: run_wrn(args, dev, wout, dl, cnn=True)),
         "wrnblocks": (0.30, lambda dl: run_wrn_blocks(args, dev, timer, bout, dl)),
     }
     for s in sections:

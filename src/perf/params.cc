@@ -332,13 +332,13 @@ PerfParams BuildDefaults() {
   p.nvswitch = {0.7681, 22.16};
   // Arena testbed network, per node: 28.49 Gb/s effective
   p.network.step_latency_us = 56.25;
-  UnfittedArch(p, "pascal", 0.6743);
+  UnfittedArch(p, "pascal", 0.6714);
   FittedArch(p, "volta", 0.7564);
-  UnfittedArch(p, "turing", 0.6346);
+  UnfittedArch(p, "turing", 0.6319);
   FittedArch(p, "ampere", 0.6626);
-  UnfittedArch(p, "ada", 0.7616);
-  FittedArch(p, "hopper", 0.6505);
-  FittedFramework(p, "alpa", 0.8589, 0.8037);
+  UnfittedArch(p, "ada", 0.7583);
+  FittedArch(p, "hopper", 0.6477);
+  FittedFramework(p, "alpa", 0.861, 0.8038);
   // END GENERATED
   return p;
 }
