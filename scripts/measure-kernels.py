@@ -582,21 +582,27 @@ def run_steps(step, opt, dev, steps, warm, what):
     return status, step_s, alloc, reserved
 
 
+def training_step(model, opt, dev, inputs, autocast):
+    """One training step of `model(*inputs)` (a loss): forward, under bf16
+    autocast when asked, backward, optimizer step, zero_grad."""
+    def step():
+        if autocast:
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                loss = model(*inputs)
+        else:
+            loss = model(*inputs)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
 def time_steps(model, opt, dev, mb, seq, vocab, steps, warm, autocast):
     """run_steps over whole training steps of a language model at micro-batch
     `mb` (random tokens)."""
     idx = torch.randint(0, vocab, (mb, seq), device=dev)
     tgt = torch.randint(0, vocab, (mb, seq), device=dev)
-
-    def step():
-        if autocast:
-            with torch.autocast(dev.type, dtype=torch.bfloat16):
-                loss = model(idx, tgt)
-        else:
-            loss = model(idx, tgt)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    step = training_step(model, opt, dev, (idx, tgt), autocast)
     result = run_steps(step, opt, dev, steps, warm, f"step at micro-batch {mb}")
     del idx, tgt
     if dev.type == "cuda":
@@ -1037,18 +1043,9 @@ def run_wrn(args, dev, out, deadline, cnn=False):
                 break
             x = torch.randn(mb, 3, image, image, device=dev).to(memory_format=mf)
             y = torch.randint(0, classes, (mb,), device=dev)
-
-            def step():
-                if prec == "bf16":
-                    with torch.autocast(dev.type, dtype=torch.bfloat16):
-                        loss = model(x, y)
-                else:
-                    loss = model(x, y)
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
             what = f"cnn {name} {fmt_name} {prec} mb={mb}"
-            status, step_s, alloc, reserved = run_steps(step, opt, dev, steps, warm, what)
+            status, step_s, alloc, reserved = run_steps(
+                training_step(model, opt, dev, (x, y), prec == "bf16"), opt, dev, steps, warm, what)
             out.row(model=name, depth=depth, base_channels=base, width=width, image=image,
                     classes=classes, micro_batch=mb, params=nparams, dtype=prec, format=fmt_name,
                     recompute=rc, step_seconds=fmt(step_s),
