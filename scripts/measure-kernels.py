@@ -84,6 +84,7 @@ OUTPUT (--out DIR)
 USAGE
   scripts/measure-kernels.py --out /tmp/kern [--budget-s 240] [--quick]
   scripts/measure-kernels.py --summarize-convs data/measured/h200-convs.csv
+  scripts/measure-kernels.py --summarize-wrn-blocks data/measured/h100-wrn-blocks.csv
   scripts/measure-kernels.py --out /tmp/k3 --sections legacy,wrn --budget-s 330
   scripts/measure-kernels.py --out /tmp/k2 --sections align,train --vocab 50304 \
       --models gpt3-125m,gpt3-350m
@@ -94,6 +95,7 @@ USAGE
 import argparse
 import csv
 import datetime
+import itertools
 import json
 import math
 import os
@@ -491,6 +493,57 @@ def summarize_convs(path):
              if r["dtype"] == "fp32" and r["format"] == "nchw" and r["pass"] == "fwd_bwd" and pick(r)]
         if t:
             print("fp32 nchw fwd_bwd %-12s %.1f-%.1f TFLOP/s over %d shapes" % (label, min(t), max(t), len(t)))
+
+
+def wrn_part_flops(base, width, image, classes, mb):
+    """Forward FLOPs (2 per multiply-add) of each part of a ResNet-50-shaped
+    Wide-ResNet, in WideResNet's order: stem, the 16 bottleneck blocks
+    (projection included where the shape changes), the classifier."""
+    hw = image // 2
+    parts = [2.0 * mb * hw * hw * 3 * base * 49]  # 7x7 stride-2 stem
+    hw //= 2  # 3x3 stride-2 max-pool
+    cin = base
+    for i, n in enumerate([3, 4, 6, 3]):
+        f = base << i
+        for j in range(n):
+            out = hw // 2 if i > 0 and j == 0 else hw
+            fl = hw * hw * cin * f + out * out * f * f * width * 9 + out * out * f * width * 4 * f
+            if out != hw or cin != 4 * f:
+                fl += out * out * cin * 4 * f
+            parts.append(2.0 * mb * fl)
+            cin, hw = 4 * f, out
+    return parts + [2.0 * mb * cin * classes]
+
+
+def summarize_wrn_blocks(path, tolerance=0.25):
+    """Prints what a wrnblocks.csv says about pipelining the network: each
+    part's forward+backward time and TFLOP/s, and for 2, 4 and 8 contiguous
+    stages the slowest stage of the best split by time against the best
+    split Alpa's stage construction admits (each stage's FLOP share within
+    1 + tolerance of 1/p: AutoStageOption(stage_imbalance_tolerance), as the
+    Arena workers set it)."""
+    with open(path, newline="") as f:
+        rows = sorted(csv.DictReader(f), key=lambda r: int(r["index"]))
+    base, width, image, classes, _ = WRN_BLOCK_MODELS[rows[0]["model"]]
+    flops = wrn_part_flops(base, width, image, classes, int(rows[0]["micro_batch"]))
+    secs = [float(r["seconds_fwd_bwd"]) for r in rows]
+    if len(flops) != len(secs):
+        sys.exit(f"{path}: {len(secs)} parts, expected {len(flops)}")
+    for r, fl, t in zip(rows, flops, secs):
+        print("%-8s %8.2f ms  %6.1f TFLOP/s" % (r["block"], t * 1e3, 3 * fl / t / 1e12))
+    print("all      %8.2f ms" % (sum(secs) * 1e3))
+    total = sum(flops)
+    for p in (2, 4, 8):
+        best = admitted = float("inf")
+        for cuts in itertools.combinations(range(1, len(secs)), p - 1):
+            b = (0,) + cuts + (len(secs),)
+            worst = max(sum(secs[b[i]:b[i + 1]]) for i in range(p))
+            best = min(best, worst)
+            shares = [sum(flops[b[i]:b[i + 1]]) / total for i in range(p)]
+            if all(1 / p / (1 + tolerance) <= x <= (1 + tolerance) / p for x in shares):
+                admitted = min(admitted, worst)
+        print("%d stages: slowest stage %.1f ms balanced by time, %.1f ms by FLOPs (ideal %.1f)"
+              % (p, best * 1e3, admitted * 1e3, sum(secs) / p * 1e3))
 
 
 def causal_attention(q, k, v):
@@ -1064,6 +1117,10 @@ def run_wrn(args, dev, out, deadline, cnn=False):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+# Section "wrnblocks": (base channels, width factor, image, classes,
+# micro-batch) of the network it times (ResNet-50 depth), and of its CPU
+# smoke test.
+WRN_BLOCK_MODELS = {"wide_resnet__500M": (224, 2, 224, 1024, 16), "tiny-wrn": (8, 2, 32, 10, 2)}
 WRN_BLOCK_FIELDS = ["model", "micro_batch", "index", "block", "shape_in", "seconds_fwd",
                     "seconds_fwd_bwd", "note"]
 
@@ -1073,9 +1130,9 @@ def run_wrn_blocks(args, dev, timer, out, deadline):
     pooled classifier) timed by itself at micro-batch 16 in fp32 (TF32 off,
     channels_last, cudnn.benchmark), forward and forward+backward: how the
     step's time spreads over the network (section "wrnblocks")."""
-    depth, base, width, image, classes, mb = 50, 224, 2, 224, 1024, 16
-    if args.quick or dev.type != "cuda":
-        base, image, classes, mb = 8, 32, 10, 2
+    model = "tiny-wrn" if args.quick or dev.type != "cuda" else "wide_resnet__500M"
+    base, width, image, classes, mb = WRN_BLOCK_MODELS[model]
+    depth = 50
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -1110,7 +1167,7 @@ def run_wrn_blocks(args, dev, timer, out, deadline):
         except RuntimeError as e:  # noqa: PERF203 - record and go on
             print(f"wrnblocks {name}: {e!r}", file=sys.stderr)
             continue
-        out.row(model="wide_resnet__500M" if base == 224 else "tiny-wrn", micro_batch=mb, index=i,
+        out.row(model=model, micro_batch=mb, index=i,
                 block=name, shape_in="x".join(str(d) for d in inp.shape), seconds_fwd=fmt(tf),
                 seconds_fwd_bwd=fmt(tb), note=f"iters={it}")
         print(f"wrnblocks {name}: fwd {tf * 1e3:.2f} ms fwd+bwd {tb * 1e3:.2f} ms", file=sys.stderr, flush=True)
@@ -1141,6 +1198,9 @@ def meta(dev, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="directory for kernels.csv, train.csv, meta.json (required to measure)")
+    ap.add_argument("--summarize-wrn-blocks", metavar="CSV",
+                    help="print a wrnblocks.csv's per-part times and its best pipeline splits by time "
+                         "and by FLOPs, measure nothing")
     ap.add_argument("--summarize-convs", metavar="CSV",
                     help="print a convs.csv's network totals and NCHW/NHWC ratios, measure nothing")
     ap.add_argument("--budget-s", type=float, default=240,
@@ -1158,6 +1218,9 @@ def main():
     ap.add_argument("--sections", default="gemm,precision,attention,elementwise,bmm,train",
                     help="comma-separated sections to run, in this order")
     args = ap.parse_args()
+    if args.summarize_wrn_blocks:
+        summarize_wrn_blocks(args.summarize_wrn_blocks)
+        return
     if args.summarize_convs:
         summarize_convs(args.summarize_convs)
         return

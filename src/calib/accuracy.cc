@@ -200,9 +200,14 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
   for (const ReferenceCase* c : cases)
     if (!Alpa(*c)) tuned.insert(c->arch);
   FrameworkProfile* alpa = p.MutableFramework("alpa");
-  bool alpa_rows_on_tuned = false;
-  for (const ReferenceCase* c : cases)
-    alpa_rows_on_tuned |= Alpa(*c) && tuned.count(c->arch) > 0 && c->model.kind == ModelKind::kTransformer;
+  // Alpa's kernel efficiency is its GEMMs' (XLA's dots and fusions) against
+  // cuBLAS: fitted on its transformer rows on those architectures, whose
+  // steps are GEMMs. A CNN step is cuDNN's convolutions, in fp32 on the CUDA
+  // cores for the Arena's Wide-ResNets, which the architectures' tensor-core
+  // fit does not describe; its rows would carry that into XLA's GEMMs.
+  auto alpa_gemm_row = [&](const ReferenceCase& c) {
+    return Alpa(c) && tuned.count(c.arch) > 0 && c.model.kind == ModelKind::kTransformer;
+  };
   for (auto& a : p.archs) a.fitted = tuned.count(a.arch) > 0;
 
   for (int it = 0; it < iterations; ++it) {
@@ -219,26 +224,17 @@ PerfParams FitParams(const std::vector<const ReferenceCase*>& cases, const PerfP
       double r = MedianRatio(rep.results, [&](const ReferenceCase& c) { return !Alpa(c) && c.arch == arch; });
       a->gemm = step(a->gemm, r, a->gemm_floor, a->gemm_ceiling);
     }
-    if (alpa != nullptr && alpa_rows_on_tuned) {
-      // Alpa's kernel efficiency is its GEMMs' (XLA's dots and fusions)
-      // against cuBLAS: fitted on the transformers, whose steps are GEMMs.
-      // A CNN step is cuDNN's convolutions, in fp32 on the CUDA cores for
-      // the Arena's Wide-ResNets, which the architectures' tensor-core fit
-      // does not describe; its rows would carry that into XLA's GEMMs.
-      double r = MedianRatio(rep.results, [&](const ReferenceCase& c) {
-        return Alpa(c) && tuned.count(c.arch) && c.model.kind == ModelKind::kTransformer;
-      });
-      alpa->kernel_efficiency = step(alpa->kernel_efficiency, r, kAlpaFloor, kAlpaCeiling);
-    }
     if (alpa != nullptr) {
+      // MedianRatio is 0 without rows (step then keeps the value): nothing
+      // to fit.
+      alpa->kernel_efficiency =
+          step(alpa->kernel_efficiency, MedianRatio(rep.results, alpa_gemm_row), kAlpaFloor, kAlpaCeiling);
       // The routed GEMMs' efficiency, from the one-GPU transformer runs (no
       // communication): the MoE rows' median time ratio against the dense
       // ones' (a ratio > 1 means the MoE rows are predicted slow). The
       // routed GEMMs are about half an MoE step, hence the squared ratio.
-      // MedianRatio is 0 without rows: then there is nothing to fit.
       auto one_gpu = [&](const ReferenceCase& c, bool moe) {
-        return Alpa(c) && tuned.count(c.arch) && c.gpus == 1 && c.model.kind == ModelKind::kTransformer &&
-               c.model.tf.IsMoe() == moe;
+        return alpa_gemm_row(c) && c.gpus == 1 && c.model.tf.IsMoe() == moe;
       };
       double moe = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c, true); });
       double dense = MedianRatio(rep.results, [&](const ReferenceCase& c) { return one_gpu(c, false); });

@@ -216,14 +216,18 @@ TEST(Reference, UnusableRowsBadInputNamesLineAndColumn) {
   }
 }
 
+// The columns the reference-row tests below write (a superset of what
+// LoadThroughputCsvText requires).
+constexpr const char* kReferenceColumns =
+    "row_id,source,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,"
+    "grad_accum_or_num_microbatches,gpu_type,num_gpus,t,p,d,vp_interleave,recompute,precision,tflops_per_gpu,"
+    "tflops_basis,samples_per_s,iter_time_s,notes,framework";
+
 // A row's stated inter-node bandwidth is the network it ran on (per node:
 // NICs x rate, or one figure "inter-node" / "per node"); a row that states
 // none runs on its node type's default (a DGX A100's 8 x 200 Gb/s).
 TEST(Reference, InterconnectStatesTheNetwork) {
-  const std::string head =
-      "row_id,source,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,"
-      "grad_accum_or_num_microbatches,gpu_type,num_gpus,t,p,d,vp_interleave,recompute,precision,tflops_per_gpu,"
-      "tflops_basis,samples_per_s,iter_time_s,notes,framework,interconnect\n";
+  const std::string head = std::string(kReferenceColumns) + ",interconnect\n";
   const std::string run = "test,GPT,24,2048,16,2048,256,2,1,A100 80GB SXM,128,1,1,128,,none,bf16,,,,2.0,,fsdp,";
   std::string text = head + "1," + run + "\"A100 cluster, 400 Gbps inter-node, GPUDirect RDMA\"\n" +
                      "2," + run + "\"DGX A100: 8x HDR InfiniBand 200 Gb/s per node\"\n" +
@@ -238,14 +242,33 @@ TEST(Reference, InterconnectStatesTheNetwork) {
   EXPECT_EQ(set.cases[3].topology.network_gbps, 1600);
 }
 
+// A row naming a catalog CNN takes the catalog's shape and the memory
+// format its notes state; a format that is neither is refused, naming the
+// file, line and field.
+TEST(Reference, CatalogCnnRowsTakeTheMemoryFormatTheyState) {
+  const std::string head = std::string(kReferenceColumns) + "\n";
+  const std::string run = ",,,,,16,16,1,H100 80GB SXM,1,1,1,1,,full,fp32,,,,0.33,";
+  std::string text = head + "1,m,wide_resnet__500M" + run + "\"memory format: nchw (as run)\",pytorch\n" +
+                     "2,m,resnet-50" + run + "memory format: nhwc,pytorch\n" + "3,m,resnet-50" + run + ",pytorch\n";
+  ReferenceSet set;
+  Status st = LoadThroughputCsvText(text, "t.csv", &set);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(set.cases.size(), 3u);
+  EXPECT_EQ(set.cases[0].model.name, "wide_resnet__500M");
+  EXPECT_TRUE(set.cases[0].model.cnn.channels_first);
+  EXPECT_FALSE(set.cases[1].model.cnn.channels_first);
+  EXPECT_EQ(set.cases[2].model.name, "resnet-50");
+  st = LoadThroughputCsvText(head + "1,m,resnet-50" + run + "memory format: planar,pytorch\n", "t.csv", &set);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("t.csv:2: notes: memory format 'planar': expected nhwc or nchw"), std::string::npos)
+      << st.message();
+}
+
 // FP8 rows are read as FP8 runs (NeMo's "FP8", Megatron-Bridge's "FP8-CS"),
 // and a FLOP basis that names recompute only to exclude it ("no recompute
 // FLOPs") does not make the run a full-recompute one.
 TEST(Reference, Fp8RowsAndRecomputeFreeBases) {
-  const std::string head =
-      "row_id,source,model,layers,hidden,heads,seq_len,global_batch_seqs,micro_batch,"
-      "grad_accum_or_num_microbatches,gpu_type,num_gpus,t,p,d,vp_interleave,recompute,precision,tflops_per_gpu,"
-      "tflops_basis,samples_per_s,iter_time_s,notes,framework\n";
+  const std::string head = std::string(kReferenceColumns) + "\n";
   std::string text = head +
                      "1,nemo,GPT,24,4096,32,2048,2048,4,,H100 80GB SXM,64,1,1,64,,,FP8-CS,765,"
                      "\"model FLOPs; no recompute FLOPs\",,,,megatron\n" +

@@ -178,6 +178,7 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     return *v;
   };
   static const std::regex kVocab("vocab (?:size )?([0-9]+)");
+  static const std::regex kMemoryFormat("memory format: ([a-z_]+)");
   for (const auto& row : t.rows()) {
     Status st;
     std::string id = file + ":" + t.Get(row, "row_id");
@@ -233,12 +234,21 @@ Status LoadThroughputCsvText(std::string_view text, const std::string& path, Ref
     if (mem_gb) c.measured_memory_gib = *mem_gb * 1e9 / (1024.0 * 1024 * 1024);
     std::string lname = ToLower(name);
     auto catalog_cnn = FindModel(name);
-    if (Contains(lname, "resnet-50")) {
-      c.model = **FindModel("resnet-50");
-    } else if (catalog_cnn.ok() && (*catalog_cnn)->kind == ModelKind::kCnn) {
-      // A CNN named as the catalog names it (the Arena/Alpa Wide-ResNets).
+    if (catalog_cnn.ok() && (*catalog_cnn)->kind == ModelKind::kCnn) {
+      // A CNN named as the catalog names it, its memory format as the notes
+      // state it ("memory format: nhwc" or "nchw"; the catalog's otherwise).
       c.model = **catalog_cnn;
-      c.model.cnn.channels_first = Contains(ToLower(t.Get(row, "notes")), "memory format: nchw");
+      std::smatch mf;
+      const std::string notes = ToLower(t.Get(row, "notes"));
+      if (std::regex_search(notes, mf, kMemoryFormat)) {
+        auto first = ChannelsFirstFromName(mf[1].str());
+        if (!first)
+          return InvalidArgument(t.Where(row, "notes") + ": memory format '" + mf[1].str() +
+                                 "': expected nhwc or nchw");
+        c.model.cnn.channels_first = *first;
+      }
+    } else if (Contains(lname, "resnet-50")) {
+      c.model = **FindModel("resnet-50");
     } else {
       if (layers <= 0 || hidden <= 0 || heads <= 0 || seq <= 0) {
         out->skipped.push_back({id, "model shape (layers, hidden, heads, seq_len) not stated"});
