@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/stats.h"
 #include "core/strings.h"
@@ -142,6 +143,70 @@ void Summarize(AccuracyReport* rep) {
   for (const auto& [g, rs] : by_both) rep->by_arch_and_framework.push_back(Stats(g, rs));
   for (const auto& [band, rs] : by_gpus) rep->by_gpus.push_back(Stats(kBands[band].second, rs));
   rep->overall = Stats("all", all);
+}
+
+std::vector<ScalingStep> ScalingSteps(const AccuracyReport& rep) {
+  // run -> GPU count -> the fastest measured row; runs in first-seen order.
+  std::vector<std::string> order;
+  std::map<std::string, std::map<int, const CaseResult*>> runs;
+  for (const auto& r : rep.results) {
+    const ReferenceCase& c = *r.ref;
+    if (!r.predicted || c.global_batch <= 0 || r.measured_s <= 0 || r.predicted_s <= 0) continue;
+    std::string run = c.source + " " + c.model.name + " batch " + std::to_string(c.global_batch) + " on " +
+                      c.topology.gpu->name + " " + PrecisionName(c.precision) +
+                      (c.framework.empty() ? "" : " " + c.framework);
+    auto [it, fresh] = runs.try_emplace(run);
+    if (fresh) order.push_back(run);
+    const CaseResult*& best = it->second[c.gpus];
+    if (best == nullptr || r.measured_s < best->measured_s) best = &r;
+  }
+  std::vector<ScalingStep> steps;
+  for (const auto& run : order) {
+    const CaseResult* prev = nullptr;
+    for (const auto& [gpus, r] : runs[run]) {
+      if (prev != nullptr) {
+        const ModelSpec& m = r->ref->model;
+        ScalingStep s;
+        s.run = run;
+        s.kind = m.kind == ModelKind::kCnn ? "cnn" : (m.tf.IsMoe() ? "moe" : "transformer");
+        s.from_gpus = prev->ref->gpus;
+        s.to_gpus = gpus;
+        s.measured_speedup = prev->measured_s / r->measured_s;
+        s.predicted_speedup = prev->predicted_s / r->predicted_s;
+        steps.push_back(s);
+      }
+      prev = r;
+    }
+  }
+  return steps;
+}
+
+std::vector<ScalingStats> SummarizeScaling(const std::vector<ScalingStep>& steps) {
+  // (kind, from, to) sorts the steps of a kind by size; to = 0 is the kind's
+  // every step, listed after them.
+  std::map<std::tuple<std::string, int, int>, std::vector<const ScalingStep*>> groups;
+  for (const auto& s : steps) {
+    groups[{s.kind, s.from_gpus, s.to_gpus}].push_back(&s);
+    groups[{s.kind, std::numeric_limits<int>::max(), 0}].push_back(&s);
+  }
+  std::vector<ScalingStats> out;
+  for (const auto& [key, ss] : groups) {
+    const auto& [kind, from, to] = key;
+    ScalingStats st;
+    st.group = to == 0 ? kind + ", all steps" : kind + " " + std::to_string(from) + "->" + std::to_string(to);
+    st.steps = static_cast<int>(ss.size());
+    std::vector<double> m, p, ratio;
+    for (const ScalingStep* s : ss) {
+      m.push_back(s->measured_speedup);
+      p.push_back(s->predicted_speedup);
+      ratio.push_back(s->predicted_speedup / s->measured_speedup);
+    }
+    st.median_measured = Quantile(m, 0.5);
+    st.median_predicted = Quantile(p, 0.5);
+    st.median_ratio = Quantile(ratio, 0.5);
+    out.push_back(st);
+  }
+  return out;
 }
 
 AccuracyReport EvaluateCases(const std::vector<const ReferenceCase*>& cases, const Estimator& estimator) {

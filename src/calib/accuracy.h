@@ -60,6 +60,33 @@ struct AccuracyReport {
   std::vector<std::string> out_of_memory_called_fitting;
 };
 
+// Strong scaling: one run (source, model, global batch, GPU type, precision,
+// framework) measured on fewer and on more GPUs, both predicted. Speedup =
+// iteration time on the fewer / on the more. Where one GPU count was
+// measured on several host layouts (the Arena's 1 x 4 and 2 x 2 A100s), the
+// faster measurement stands for it, with its own prediction.
+struct ScalingStep {
+  std::string run;   // "arena-prof-db wide_resnet__1B batch 256 on h100-sxm fp32"
+  std::string kind;  // "cnn", "moe" or "transformer"
+  int from_gpus = 0, to_gpus = 0;
+  double measured_speedup = 0;
+  double predicted_speedup = 0;
+};
+
+struct ScalingStats {
+  std::string group;  // "cnn 2->4"
+  int steps = 0;
+  double median_measured = 0;   // median measured speedup
+  double median_predicted = 0;  // median predicted speedup
+  double median_ratio = 0;      // median of predicted / measured speedup (> 1: scales better in the model)
+};
+
+// Each run's consecutive GPU counts, in the report's row order of runs.
+std::vector<ScalingStep> ScalingSteps(const AccuracyReport& rep);
+// Grouped by model kind and GPU-count step ("cnn 2->4"), then by kind alone
+// ("cnn, all steps").
+std::vector<ScalingStats> SummarizeScaling(const std::vector<ScalingStep>& steps);
+
 // Where the reference files are, under a data folder.
 struct ReferenceFiles {
   std::string calibration_csv;

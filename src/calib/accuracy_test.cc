@@ -10,6 +10,8 @@
 #include "calib/arena_database.h"
 #include "core/stats.h"
 #include "core/strings.h"
+#include "hardware/gpu.h"
+#include "model/catalog.h"
 #include "testing/test_data.h"
 
 namespace tessel {
@@ -313,6 +315,74 @@ TEST(Accuracy, ReportOnSharedData) {
 // No parameter the calibration fits may sit on a bound: a value pinned at
 // the published ceiling means the model is missing a mechanism, not that
 // the GPU is that fast.
+// Strong scaling pairs each run's consecutive GPU counts; a count measured
+// on two host layouts stands as its faster one, with that row's prediction;
+// another batch or GPU type is another run; a run on one count gives none.
+TEST(Accuracy, ScalingStepsPairConsecutiveGpuCountsOfOneRun) {
+  const ModelSpec& cnn = **FindModel("wide_resnet__1B");
+  const ModelSpec& gpt = **FindModel("bert__1.3B");
+  const GpuSpec& h100 = **FindGpu("h100-sxm");
+  const GpuSpec& l20 = **FindGpu("l20");
+  std::vector<ReferenceCase> cases;
+  auto add = [&](const ModelSpec& m, const GpuSpec& g, int gpus, int batch) {
+    ReferenceCase c;
+    c.id = "row" + std::to_string(cases.size());
+    c.source = "src";
+    c.model = m;
+    c.topology.gpu = &g;
+    c.gpus = gpus;
+    c.global_batch = batch;
+    c.precision = Precision::kFp32;
+    cases.push_back(c);
+  };
+  add(cnn, h100, 1, 256);  // 0
+  add(cnn, h100, 2, 256);  // 1: the slower 2-GPU layout
+  add(cnn, h100, 2, 256);  // 2: the faster
+  add(cnn, h100, 4, 256);  // 3
+  add(cnn, h100, 2, 512);  // 4: another batch, alone
+  add(cnn, l20, 1, 256);   // 5: another GPU type
+  add(gpt, h100, 1, 256);  // 6
+  add(gpt, h100, 8, 256);  // 7
+  const double measured[] = {10, 6, 5, 4, 3, 9, 8, 1};
+  const double predicted[] = {10, 6, 5.5, 3, 3, 9, 8, 1};
+  AccuracyReport rep;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CaseResult r;
+    r.ref = &cases[i];
+    r.predicted = true;
+    r.measured_s = measured[i];
+    r.predicted_s = predicted[i];
+    rep.results.push_back(r);
+  }
+  rep.results[5].predicted = false;  // not predicted: no step either way
+  std::vector<ScalingStep> steps = ScalingSteps(rep);
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].kind, "cnn");
+  EXPECT_EQ(steps[0].run, "src wide_resnet__1B batch 256 on h100-sxm fp32");
+  EXPECT_EQ(steps[0].from_gpus, 1);
+  EXPECT_EQ(steps[0].to_gpus, 2);
+  EXPECT_DOUBLE_EQ(steps[0].measured_speedup, 10.0 / 5);  // the faster layout
+  EXPECT_DOUBLE_EQ(steps[0].predicted_speedup, 10.0 / 5.5);  // with its own prediction
+  EXPECT_EQ(steps[1].from_gpus, 2);
+  EXPECT_EQ(steps[1].to_gpus, 4);
+  EXPECT_DOUBLE_EQ(steps[1].measured_speedup, 5.0 / 4);
+  EXPECT_DOUBLE_EQ(steps[1].predicted_speedup, 5.5 / 3);
+  EXPECT_EQ(steps[2].kind, "transformer");
+  EXPECT_EQ(steps[2].from_gpus, 1);
+  EXPECT_EQ(steps[2].to_gpus, 8);
+  std::vector<ScalingStats> stats = SummarizeScaling(steps);
+  std::map<std::string, ScalingStats> by;
+  for (const auto& s : stats) by[s.group] = s;
+  ASSERT_EQ(by.count("cnn 2->4"), 1u);
+  EXPECT_EQ(by["cnn 2->4"].steps, 1);
+  EXPECT_DOUBLE_EQ(by["cnn 2->4"].median_ratio, (5.5 / 3) / (5.0 / 4));
+  EXPECT_EQ(by["cnn, all steps"].steps, 2);
+  EXPECT_EQ(by["transformer 1->8"].steps, 1);
+  // The kind's every-step line follows its steps.
+  EXPECT_EQ(stats[0].group, "cnn 1->2");
+  EXPECT_EQ(stats[2].group, "cnn, all steps");
+}
+
 TEST(Calibration, EmbeddedDefaultsOffTheirBounds) {
   EXPECT_TRUE(ParamsOnBounds(DefaultPerfParams()).empty());
   for (const auto& a : DefaultPerfParams().archs) {

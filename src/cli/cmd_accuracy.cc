@@ -44,7 +44,28 @@ double ArenaNetworkGbps() {
   return n.ok() ? (*n)->network_gbps : 50;
 }
 
-std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
+std::string RenderScaling(const AccuracyReport& rep, bool rows) {
+  std::vector<ScalingStep> steps = ScalingSteps(rep);
+  std::string out;
+  if (rows) {
+    TextTable t({"run", "GPUs", "measured speedup", "predicted speedup"});
+    for (const auto& s : steps)
+      t.AddRow({s.run, std::to_string(s.from_gpus) + "->" + std::to_string(s.to_gpus),
+                FormatDouble(s.measured_speedup, 3), FormatDouble(s.predicted_speedup, 3)});
+    out += t.Render() + "\n";
+  }
+  TextTable t({"kind and GPUs", "steps", "measured speedup", "predicted speedup", "predicted/measured"});
+  for (const auto& s : SummarizeScaling(steps))
+    t.AddRow({s.group, std::to_string(s.steps), FormatDouble(s.median_measured, 3),
+              FormatDouble(s.median_predicted, 3), FormatDouble(s.median_ratio, 3)});
+  out += "Strong scaling: one run (source, model, global batch, GPU type, precision) on fewer and on more GPUs;\n"
+         "speedup = iteration time on the fewer / on the more (medians; the faster host layout where a count\n"
+         "has several):\n" +
+         t.Render() + "\n";
+  return out;
+}
+
+std::string RenderAccuracy(const AccuracyReport& rep, bool rows, bool scaling) {
   std::string out;
   if (rows) {
     TextTable t({"id", "source", "model", "gpus", "plan (chosen)", "framework", "measured s", "predicted s",
@@ -79,6 +100,7 @@ std::string RenderAccuracy(const AccuracyReport& rep, bool rows) {
   table("By source:", "source", rep.by_source, false);
   table("By architecture and framework:", "architecture/framework", rep.by_arch_and_framework, false);
   table("By GPU count:", "GPUs", rep.by_gpus, false);
+  if (scaling) out += RenderScaling(rep, rows);
   out += std::to_string(rep.results.size()) + " reference rows compared, " + std::to_string(rep.not_predicted) +
          " called \"does not fit\", " + std::to_string(rep.skipped.size()) + " skipped (no shape or result, or a shape that is not what ran: --rows and --json give each reason), " +
          std::to_string(rep.infeasible_measured) + " Alpa entries measured out-of-memory.\n";
@@ -94,7 +116,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
   struct Flags {
     std::string data, cv = "none";
     ParamsFlag params;
-    bool rows = false, json = false;
+    bool rows = false, json = false, scaling = false;
   };
   auto f = std::make_shared<Flags>();
   app.footer(
@@ -107,12 +129,17 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       "(data/measured/unusable-rows.csv, each with its evidence) are skipped, not compared.\n"
       "--cv source: leave-one-source-out. For each source, the parameters are fitted (as\n"
       "`tessel calibrate` does) on every other source and the source's rows predicted with\n"
-      "them: the error on measurements the estimator has never seen.");
+      "them: the error on measurements the estimator has never seen.\n"
+      "--scaling: the same run measured on fewer and on more GPUs (the Arena databases hold\n"
+      "each model and batch on 1 to 16 GPUs): measured against predicted speedup, by model\n"
+      "kind and GPU-count step; with --rows, every step.");
   app.add_option("--data", f->data, "Shared data folder (default $TESSEL_DATA or ../shared/data)");
   f->params.Add(app);
   app.add_option("--cv", f->cv, "Cross-validation: none (in-sample, default) or source (leave-one-source-out)")
       ->check(CLI::IsMember({"none", "source"}));
   app.add_flag("--rows", f->rows, "Print every row, and every skipped row with the reason");
+  app.add_flag("--scaling", f->scaling,
+               "Also compare measured and predicted speedups of the same run on more GPUs (strong scaling)");
   app.add_flag("--json", f->json, "Print JSON");
   return [io, f]() -> int {
     auto params = f->params.Resolve();
@@ -141,6 +168,19 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
       j["by_arch_and_framework"] = StatsListJson(rep.by_arch_and_framework);
       j["by_gpus"] = StatsListJson(rep.by_gpus);
       j["overall"] = StatsJson(rep.overall);
+      if (f->scaling) {
+        j["scaling_steps"] = nlohmann::json::array();
+        std::vector<ScalingStep> steps = ScalingSteps(rep);
+        for (const auto& s : steps)
+          j["scaling_steps"].push_back({{"run", s.run}, {"kind", s.kind}, {"from_gpus", s.from_gpus},
+                                        {"to_gpus", s.to_gpus}, {"measured_speedup", s.measured_speedup},
+                                        {"predicted_speedup", s.predicted_speedup}});
+        j["scaling"] = nlohmann::json::array();
+        for (const auto& s : SummarizeScaling(steps))
+          j["scaling"].push_back({{"group", s.group}, {"steps", s.steps}, {"median_measured_speedup", s.median_measured},
+                                  {"median_predicted_speedup", s.median_predicted},
+                                  {"median_predicted_over_measured", s.median_ratio}});
+      }
       j["out_of_memory"] = {{"runs", rep.out_of_memory}, {"called_fitting", rep.out_of_memory_called_fitting}};
       j["rows"] = nlohmann::json::array();
       for (const auto& r : rep.results) {
@@ -168,7 +208,7 @@ CommandAction SetupAccuracy(CLI::App& app, CommandIo io) {
     } else {
       if (f->cv == "source")
         io.out << "Leave-one-source-out: every row predicted with parameters fitted without its source.\n\n";
-      io.out << RenderAccuracy(rep, f->rows);
+      io.out << RenderAccuracy(rep, f->rows, f->scaling);
     }
     return 0;
   };

@@ -369,6 +369,27 @@ TEST(SimCli, AccuracyRowsListSkippedRowsWithTheirReasons) {
   EXPECT_TRUE(listed);
 }
 
+// `accuracy --scaling` adds the strong-scaling table (text) and its steps
+// and groups (JSON); the Arena databases give CNN steps from 2 to 4 GPUs.
+TEST(SimCli, AccuracyScalingComparesSpeedups) {
+  TESSEL_REQUIRE_DATA();
+  Out r = Tessel({"accuracy", "--scaling", "--data", ::tessel::testing::DataDir()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Strong scaling:"), std::string::npos);
+  EXPECT_NE(r.out.find("cnn 2->4"), std::string::npos);
+  Out plain = Tessel({"accuracy", "--data", ::tessel::testing::DataDir()});
+  EXPECT_EQ(plain.out.find("Strong scaling:"), std::string::npos);
+  Out j = Tessel({"accuracy", "--scaling", "--json", "--data", ::tessel::testing::DataDir()});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto report = nlohmann::json::parse(j.out);
+  ASSERT_TRUE(report.contains("scaling"));
+  bool cnn = false;
+  for (const auto& g : report["scaling"])
+    if (g["group"] == "cnn 2->4") cnn = g["steps"].get<int>() >= 10 && g["median_measured_speedup"].get<double>() > 1;
+  EXPECT_TRUE(cnn);
+  EXPECT_GE(report["scaling_steps"].size(), 100u);
+}
+
 TEST(SimCli, CompareEachPrintsOneRowPerTraceAndTheMean) {
   TESSEL_REQUIRE_DATA();
   std::string dir = ::tessel::testing::ProcessTempDir() + "/each";
