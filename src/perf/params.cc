@@ -297,6 +297,9 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // sync in every micro-batch (params.h): it leans to operator parallelism
   // over data parallelism on fast links.
   a.search_prices_grad_sync_per_micro_batch = true;
+  // ... and with the HLO cost model (the Arena's trainers) it prices no
+  // convolution (params.h).
+  a.search_sees_no_convolutions = true;
   // crius_worker/jax/trainer: AutoShardingOption(prefer_reduce_scatter=True).
   a.min_zero_data_parallel = 1;
   a.kernel_efficiency = 0.6;  // prior; calibrated below
@@ -389,6 +392,7 @@ constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"tp_comm_overlap", &FrameworkProfile::tp_comm_overlap},
     {"native_kernels", &FrameworkProfile::native_kernels},
     {"search_prices_grad_sync_per_micro_batch", &FrameworkProfile::search_prices_grad_sync_per_micro_batch},
+    {"search_sees_no_convolutions", &FrameworkProfile::search_sees_no_convolutions},
     {"interleaved_pipeline", &FrameworkProfile::interleaved_pipeline},
     {"uneven_pipeline_stages", &FrameworkProfile::uneven_pipeline_stages},
     {"balanced_pipeline_stages", &FrameworkProfile::balanced_pipeline_stages},

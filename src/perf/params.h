@@ -228,6 +228,17 @@ struct FrameworkProfile {
   // communication (an approximation: Alpa's HLO cost model, when used for
   // stage construction, amortizes the all-reduce; its ILP does not).
   bool search_prices_grad_sync_per_micro_batch = false;
+  // The framework's search prices a CNN by its communication alone. The
+  // Arena's trainers run Alpa's stage construction on its HLO cost model
+  // (AutoStageOption(use_hlo_cost_model=True) with their profiling
+  // database), which prices GEMM calls and collectives only
+  // (EstimateHloModuleCost in Alpa's XLA fork, gpu_cost_model.cc): a cuDNN
+  // convolution costs it nothing, so for a CNN the search sees the
+  // communication of each plan and no compute. The planner then ranks a
+  // CNN's plans by their communication (tensor-parallel, data-parallel,
+  // expert) and, among equals, by the estimate: the plan such a search
+  // picks, not the fastest.
+  bool search_sees_no_convolutions = false;
   // BF16 runs with ZeRO 0 or 1: gradients accumulated into an fp32 copy
   // outside the backward kernels after every micro-batch, in bytes moved per
   // parameter this GPU holds. DeepSpeed's BF16_Optimizer: its pipeline engine calls

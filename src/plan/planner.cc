@@ -31,7 +31,8 @@ std::vector<int> Divisors(int n) {
 
 // A plan as the search ranks it: by the time the framework's own search
 // would see (the iteration time, unless the framework picks its plan itself
-// and prices the gradient sync per micro-batch), then fewer pipeline
+// and prices the gradient sync per micro-batch, or, for a CNN, sees its
+// communication only), then the estimate's throughput, fewer pipeline
 // stages, smaller t, larger micro-batch, less recompute, less sharding: a
 // total, deterministic order.
 struct Candidate {
@@ -39,7 +40,9 @@ struct Candidate {
   double ranked_s = 0;
 };
 
-double RankedSeconds(const Estimate& e, const FrameworkProfile& fw) {
+double RankedSeconds(const Estimate& e, const FrameworkProfile& fw, bool cnn) {
+  if (cnn && fw.search_sees_no_convolutions)
+    return e.breakdown.tp_comm_s + e.breakdown.dp_comm_s + e.breakdown.ep_comm_s;
   if (!fw.search_prices_grad_sync_per_micro_batch) return e.iteration_time_s;
   return e.iteration_time_s + (e.plan.num_micro_batches - 1) * e.breakdown.dp_comm_s;
 }
@@ -189,7 +192,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.explain = false;
                 Estimate e = estimator.RunUnchecked(er);
                 if (e.fits) {
-                  double ranked = RankedSeconds(e, fw);
+                  double ranked = RankedSeconds(e, fw, m.kind == ModelKind::kCnn);
                   fitting.push_back({std::move(e), ranked});
                 } else if (e.memory_gib_per_gpu < least_memory) {
                   least_memory = e.memory_gib_per_gpu;

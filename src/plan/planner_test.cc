@@ -189,6 +189,44 @@ TEST(Planner, FrameworkOwnSearchPricesGradSyncPerMicroBatch) {
   EXPECT_GE(a->plans.front().iteration_time_s, b->plans.front().iteration_time_s);
 }
 
+// Alpa's stage construction on its HLO cost model (the Arena's trainers)
+// prices GEMM calls and collectives, not convolutions: for a CNN its search
+// sees communication only, and the planner predicts the plan it picks, a
+// pipeline of one-GPU stages with no collective, where the fastest plan in
+// the estimate shards a stage (t = 2 or d = 2). A transformer's plan is
+// priced as before.
+TEST(Planner, FrameworkSearchBlindToConvolutionsPicksTheLeastCommunication) {
+  PerfParams seeing = DefaultPerfParams();
+  for (auto& f : seeing.frameworks)
+    if (f.name == "alpa") f.search_sees_no_convolutions = false;
+  Estimator blind_est, seeing_est(seeing);
+  auto pick = [&](const char* model, const Estimator& est, const PerfParams& params) {
+    PlanRequest req = Make(**FindModel(model), "h100-sxm", 4, 256);
+    req.num_micro_batches = 16;
+    req.recompute = Recompute::kFull;
+    req.top_k = 1000;
+    req.framework = *params.FindFramework("alpa");
+    auto res = SearchPlans(est, req);
+    EXPECT_TRUE(res.ok() && !res->plans.empty());
+    return res->plans;
+  };
+  auto comm = [](const Estimate& e) { return e.breakdown.tp_comm_s + e.breakdown.dp_comm_s + e.breakdown.ep_comm_s; };
+  std::vector<Estimate> blind = pick("wide_resnet__1B", blind_est, DefaultPerfParams());
+  std::vector<Estimate> sees = pick("wide_resnet__1B", seeing_est, seeing);
+  ASSERT_FALSE(blind.empty());
+  ASSERT_FALSE(sees.empty());
+  EXPECT_EQ(blind.front().plan.pp, 4);
+  EXPECT_EQ(comm(blind.front()), 0.0);
+  for (const Estimate& e : blind) EXPECT_LE(comm(blind.front()), comm(e)) << e.plan.ToString();
+  EXPECT_GT(comm(sees.front()), 0.0) << sees.front().plan.ToString();
+  EXPECT_LT(sees.front().iteration_time_s, blind.front().iteration_time_s);
+  std::vector<Estimate> bert_blind = pick("bert__1.3B", blind_est, DefaultPerfParams());
+  std::vector<Estimate> bert_sees = pick("bert__1.3B", seeing_est, seeing);
+  ASSERT_FALSE(bert_blind.empty());
+  ASSERT_FALSE(bert_sees.empty());
+  EXPECT_EQ(bert_blind.front().plan.ToString(), bert_sees.front().plan.ToString());
+}
+
 // The Arena workers' Alpa reduce-scatters gradients (prefer_reduce_scatter),
 // so every data-parallel plan it runs shards the optimizer: the search
 // offers no ZeRO-0 plan with d > 1, while a stated --zero 0 is still planned.
