@@ -29,7 +29,8 @@ CommandAction SetupPlan(CLI::App& app, CommandIo io) {
       "ZeRO); --search grid --pp P searches one Arena grid (GPU type, count, layout and P\n"
       "fixed; d x t and micro-batching searched) and returns its Pareto set (throughput vs\n"
       "memory) of at most --top plans. With --framework alpa, plans are ranked as Alpa's own\n"
-      "search would rank them (the gradient sync priced every micro-batch), so the first is the\n"
+      "search would rank them (the gradient sync priced every micro-batch; a CNN's plans by their\n"
+      "communication alone, as its HLO cost model prices no convolution), so the first is the\n"
       "plan Alpa would run, with its true time.\n"
       "Example: tessel plan --model gpt3-175b --gpu a100-80g --gpus 1024 --global-batch 1536");
   f->job.Add(app);
