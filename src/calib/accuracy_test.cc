@@ -312,9 +312,6 @@ TEST(Accuracy, ReportOnSharedData) {
   EXPECT_EQ(rows, rep.overall.rows);
 }
 
-// No parameter the calibration fits may sit on a bound: a value pinned at
-// the published ceiling means the model is missing a mechanism, not that
-// the GPU is that fast.
 // Strong scaling pairs each run's consecutive GPU counts; a count measured
 // on two host layouts stands as its faster one, with that row's prediction;
 // another batch or GPU type is another run; a run on one count gives none.
@@ -383,6 +380,9 @@ TEST(Accuracy, ScalingStepsPairConsecutiveGpuCountsOfOneRun) {
   EXPECT_EQ(stats[2].group, "cnn, all steps");
 }
 
+// No parameter the calibration fits may sit on a bound: a value pinned at
+// the published ceiling means the model is missing a mechanism, not that
+// the GPU is that fast.
 TEST(Calibration, EmbeddedDefaultsOffTheirBounds) {
   EXPECT_TRUE(ParamsOnBounds(DefaultPerfParams()).empty());
   for (const auto& a : DefaultPerfParams().archs) {

@@ -44,6 +44,9 @@ double ArenaNetworkGbps() {
   return n.ok() ? (*n)->network_gbps : 50;
 }
 
+namespace {
+
+// The strong-scaling table (and, with `rows`, every step).
 std::string RenderScaling(const AccuracyReport& rep, bool rows) {
   std::vector<ScalingStep> steps = ScalingSteps(rep);
   std::string out;
@@ -64,6 +67,8 @@ std::string RenderScaling(const AccuracyReport& rep, bool rows) {
          t.Render() + "\n";
   return out;
 }
+
+}  // namespace
 
 std::string RenderAccuracy(const AccuracyReport& rep, bool rows, bool scaling) {
   std::string out;
