@@ -61,9 +61,10 @@ std::string RenderScaling(const AccuracyReport& rep, bool rows) {
   for (const auto& s : SummarizeScaling(steps))
     t.AddRow({s.group, std::to_string(s.steps), FormatDouble(s.median_measured, 3),
               FormatDouble(s.median_predicted, 3), FormatDouble(s.median_ratio, 3)});
-  out += "Strong scaling: one run (source, model, global batch, GPU type, precision) on fewer and on more GPUs;\n"
-         "speedup = iteration time on the fewer / on the more (medians; the faster host layout where a count\n"
-         "has several):\n" +
+  out += "Strong scaling: one run (source, model, global batch, GPU type, precision, framework) on fewer and on\n"
+         "more GPUs; "
+         "speedup = iteration time on the fewer / on the more (medians; the faster host layout where a\n"
+         "count has several):\n" +
          t.Render() + "\n";
   return out;
 }

@@ -52,6 +52,10 @@ struct TimeBreakdown {
   double dp_interference_s = 0;
   double optimizer_s = 0;       // the optimizer step's part not hidden by the cool-down
   double overhead_s = 0;        // fixed per-iteration overhead
+
+  // The collectives among a stage's GPUs (tensor-, expert- and
+  // data-parallel), without the pipeline's sends between stages.
+  double CollectiveSeconds() const { return tp_comm_s + ep_comm_s + dp_comm_s; }
 };
 
 struct MemoryBreakdown {

@@ -41,8 +41,7 @@ struct Candidate {
 };
 
 double RankedSeconds(const Estimate& e, const FrameworkProfile& fw, bool cnn) {
-  if (cnn && fw.search_sees_no_convolutions)
-    return e.breakdown.tp_comm_s + e.breakdown.dp_comm_s + e.breakdown.ep_comm_s;
+  if (cnn && fw.search_sees_no_convolutions) return e.breakdown.CollectiveSeconds();
   if (!fw.search_prices_grad_sync_per_micro_batch) return e.iteration_time_s;
   return e.iteration_time_s + (e.plan.num_micro_batches - 1) * e.breakdown.dp_comm_s;
 }
@@ -66,6 +65,7 @@ bool Better(const Candidate& ca, const Candidate& cb) {
 Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& req) {
   auto start = std::chrono::steady_clock::now();
   const ModelSpec& m = *req.model;
+  const bool cnn = m.kind == ModelKind::kCnn;  // RankedSeconds: a search blind to convolutions
   const Topology& topo = req.topology;
   if (req.gpus <= 0) return InvalidArgument("--gpus: expected a positive integer");
   if (req.global_batch < 0 || (req.global_batch == 0 && req.micro_batch == 0))
@@ -192,7 +192,7 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.explain = false;
                 Estimate e = estimator.RunUnchecked(er);
                 if (e.fits) {
-                  double ranked = RankedSeconds(e, fw, m.kind == ModelKind::kCnn);
+                  double ranked = RankedSeconds(e, fw, cnn);
                   fitting.push_back({std::move(e), ranked});
                 } else if (e.memory_gib_per_gpu < least_memory) {
                   least_memory = e.memory_gib_per_gpu;

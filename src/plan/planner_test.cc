@@ -210,7 +210,7 @@ TEST(Planner, FrameworkSearchBlindToConvolutionsPicksTheLeastCommunication) {
     EXPECT_TRUE(res.ok() && !res->plans.empty());
     return res->plans;
   };
-  auto comm = [](const Estimate& e) { return e.breakdown.tp_comm_s + e.breakdown.dp_comm_s + e.breakdown.ep_comm_s; };
+  auto comm = [](const Estimate& e) { return e.breakdown.CollectiveSeconds(); };
   std::vector<Estimate> blind = pick("wide_resnet__1B", blind_est, DefaultPerfParams());
   std::vector<Estimate> sees = pick("wide_resnet__1B", seeing_est, seeing);
   ASSERT_FALSE(blind.empty());

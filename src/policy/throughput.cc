@@ -96,7 +96,7 @@ struct EstimatorThroughput::Impl {
     fast_req.plan = e.plan;
     fast_req.framework = req.framework;
     Estimate fast = estimator.RunUnchecked(fast_req);
-    auto comm = [](const TimeBreakdown& b) { return b.tp_comm_s + b.ep_comm_s + b.pp_p2p_s + b.dp_comm_s; };
+    auto comm = [](const TimeBreakdown& b) { return b.CollectiveSeconds() + b.pp_p2p_s; };
     double it = e.iteration_time_s;
     rate.network_exposed_s = std::clamp(it - fast.iteration_time_s, 0.0, it);
     rate.network_s = std::clamp(comm(e.breakdown) - comm(fast.breakdown), rate.network_exposed_s, it);
