@@ -13,6 +13,12 @@ time of each and the ratios B/A: where A dominates B on every resource (peak, ba
 the A40 over the A10), a measured ratio below 1 says one of the two runs did not run at the
 hardware's speed.
 
+`--per-sample MODELS_JSON` (from `tessel models --json`) prints, for every GPU type, model family,
+GPU count and host count of the Arena rows, the measured and predicted iteration time x GPUs /
+(global batch x parameters in billions), min-max over the group: a plan that scales perfectly
+keeps the figure flat across GPU counts (README: "Time per sample by GPU count"); `--gpu`,
+`--family` and `--batch` narrow it.
+
 `--dp-only BIN` estimates every multi-GPU Wide-ResNet Arena row on the H100, L20, V100 and A10
 hosts (whose node fabric the GPU's usual node type shares; `BIN` is the tessel binary) as pure
 data parallelism over all its GPUs with the row's micro-batch count (the plan the Arena trainer's
@@ -24,6 +30,8 @@ Usage:
   scripts/accuracy-outliers.py acc.json [--over 0.30]
   scripts/accuracy-outliers.py acc.json --pair a40,a10
   scripts/accuracy-outliers.py acc.json --dp-only build/tessel
+  tessel models --json > models.json
+  scripts/accuracy-outliers.py acc.json --per-sample models.json [--gpu v100-32g] [--family bert] [--batch 512]
   scripts/accuracy-outliers.py --self-test
 """
 import argparse
@@ -78,21 +86,26 @@ def outliers(rows, over):
 
 
 def self_test():
-    """The grouping and counting on four made-up rows."""
-    def row(id_, source, gpu, gpus, arch, err):
-        return {"id": id_, "source": source, "gpu": gpu, "gpus": gpus, "arch": arch,
+    """The grouping, counting and per-sample figures on four made-up rows."""
+    def row(id_, source, model, gpu, gpus, arch, err):
+        return {"id": id_, "source": source, "model": model, "gpu": gpu, "gpus": gpus, "arch": arch,
                 "throughput_error": err, "measured_s": 1.0, "predicted_s": 1 / (1 + err)}
-    rows = [row("prof_database.json:bert_1.3B_128@4_a40_4_n_2_d", "arena-prof-db", "a40", 8, "ampere", 0.34),
-            row("prof_database.json:bert_1.3B_128@4_a10_4_n_2_d", "arena-prof-db", "a10", 8, "ampere", 0.02),
-            row("prof_database.json:wide_resnet_1B_256@1_v100_1_n_8_d", "arena-prof-db", "v100-32g", 8,
-                "volta", -0.31),
-            row("calibration.csv:431", "dle-resnet50", "v100-16g", 1, "volta", 0.1)]
+    rows = [row("prof_database.json:bert_1.3B_128@4_a40_4_n_2_d", "arena-prof-db", "bert__1.3B", "a40", 8,
+                "ampere", 0.34),
+            row("prof_database.json:bert_1.3B_128@4_a10_4_n_2_d", "arena-prof-db", "bert__1.3B", "a10", 8,
+                "ampere", 0.02),
+            row("prof_database.json:wide_resnet_1B_256@1_v100_1_n_8_d", "arena-prof-db", "wide_resnet__1B",
+                "v100-32g", 8, "volta", -0.31),
+            row("calibration.csv:431", "dle-resnet50", "resnet-50", "v100-16g", 1, "volta", 0.1)]
     groups, arch = past_counts(rows, 0.30)
     assert arena_key(rows[2]) == ("wide_resnet", "1B", 256, 1, 8), arena_key(rows[2])
     assert arena_key(rows[3]) is None
     assert groups[("arena-prof-db", "a40", "bert", 8, 4)] == [0.34]
     assert groups[("dle-resnet50", "v100-16g", "-", 0, 0)] == [0.1]
     assert arch == {"ampere": (2, 1), "volta": (2, 1), "all": (4, 2)}, arch
+    ps = per_sample_groups(rows, {"bert__1.3B": 1.3, "wide_resnet__1B": 1.0}, family="bert")
+    assert list(ps) == [("a40", "bert", 8, 4), ("a10", "bert", 8, 4)], list(ps)
+    assert abs(ps[("a40", "bert", 8, 4)][0][0] - 8 / (128 * 1.3)) < 1e-12
     print("accuracy-outliers self-test: ok")
 
 
@@ -113,6 +126,33 @@ def pair(rows, a, b):
               f"{rb['measured_s']:>10.2f} {rb['measured_s'] / ra['measured_s']:>6.2f}  "
               f"{ra['predicted_s']:>10.2f} {rb['predicted_s']:>10.2f} "
               f"{rb['predicted_s'] / ra['predicted_s']:>6.2f}")
+
+
+def per_sample_groups(rows, params_b, gpu=None, family=None, batch=None):
+    """{(gpu, family, GPUs, hosts): ([measured], [predicted])} in s x GPUs / (batch x B params)."""
+    groups = defaultdict(lambda: ([], []))
+    for r in rows:
+        k = arena_key(r)
+        if k is None or r["model"] not in params_b:
+            continue
+        fam, _, b, hosts, _ = k
+        if (gpu and r["gpu"] != gpu) or (family and fam != family) or (batch and b != batch):
+            continue
+        unit = r["gpus"] / (b * params_b[r["model"]])
+        g = groups[(r["gpu"], fam, r["gpus"], hosts)]
+        g[0].append(r["measured_s"] * unit)
+        g[1].append(r["predicted_s"] * unit)
+    return groups
+
+
+def per_sample(rows, models_json, gpu, family, batch):
+    with open(models_json) as f:
+        params_b = {m["name"]: m["params"] / 1e9 for m in json.load(f)}
+    print("s x GPUs / (batch x B params), min-max over the group's rows")
+    print(f"{'gpu':<10} {'family':<12} {'GPUs':>4} {'hosts':>5} {'rows':>4}  {'measured':>13}  {'predicted':>13}")
+    for (g, fam, gpus, hosts), (meas, pred) in sorted(per_sample_groups(rows, params_b, gpu, family, batch).items()):
+        print(f"{g:<10} {fam:<12} {gpus:>4} {hosts:>5} {len(meas):>4}  "
+              f"{min(meas):.3f}-{max(meas):.3f}  {min(pred):.3f}-{max(pred):.3f}")
 
 
 # GPU types whose usual node type (`tessel node-types`) has the Arena host's fabric.
@@ -154,6 +194,11 @@ def main():
     ap.add_argument("--over", type=float, default=0.30, help="threshold on |throughput error|")
     ap.add_argument("--pair", help="two GPU types A,B: the Arena runs measured on both")
     ap.add_argument("--dp-only", metavar="BIN", help="tessel binary: multi-GPU Wide-ResNets as pure data parallelism")
+    ap.add_argument("--per-sample", metavar="MODELS_JSON",
+                    help="tessel models --json: the Arena rows' time per sample and parameter by GPU count")
+    ap.add_argument("--gpu", help="--per-sample: only this GPU type (catalog name)")
+    ap.add_argument("--family", help="--per-sample: only this model family (bert, moe, wide_resnet)")
+    ap.add_argument("--batch", type=int, help="--per-sample: only this global batch")
     args = ap.parse_args()
     if args.self_test:
         self_test()
@@ -162,7 +207,9 @@ def main():
         ap.error("the accuracy JSON is required (tessel accuracy --cv source --json)")
     with open(args.accuracy_json) as f:
         rows = json.load(f)["rows"]
-    if args.dp_only:
+    if args.per_sample:
+        per_sample(rows, args.per_sample, args.gpu, args.family, args.batch)
+    elif args.dp_only:
         dp_only(rows, args.dp_only, args.over)
     elif args.pair:
         a, _, b = args.pair.partition(",")
