@@ -674,7 +674,8 @@ def train(args, c):
         if lead and args.log_every and (step % args.log_every == 0 or step == c.total_iterations):
             print(f"step {step}/{c.total_iterations} loss {loss:.4f} step_time {dt:.3f}s "
                   f"world_size {c.world_size}", flush=True)
-        if stop > 0:
+        if stop > 0 and step < c.total_iterations:
+            # Asked to stop at its last step, it finishes instead (below).
             return finish(dist, metrics, stop_here())
         if lead and c.checkpoint_dir and step < c.total_iterations:
             due_t = c.checkpoint_interval_s > 0 and \

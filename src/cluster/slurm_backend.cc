@@ -437,7 +437,12 @@ struct SlurmBackend::Impl {
     bool by_us = t.cancelled_by_us;
     t.cancelled_by_us = false;
     found.decide = true;
-    if ((rc && *rc == 0) || t.done_reported) {
+    // Done: it exited 0, said "done", or reported its last step before it
+    // stopped for a checkpoint (asked to stop at the step it finished on:
+    // that checkpoint holds all its work). The same rule whatever the order
+    // of the last step and a stop request.
+    bool last_step_reported = t.dspec.iterations > 0 && t.last_step >= t.dspec.iterations;
+    if ((rc && *rc == 0) || t.done_reported || (rc && *rc == kExitCheckpointed && last_step_reported)) {
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
       SetState(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
       Drop(t);

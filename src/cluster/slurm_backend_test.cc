@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/fake_command_runner.h"
+#include "cluster/launch.h"
 #include "workload/job_spec.h"
 #include "policy/policy_test_util.h"
 
@@ -195,40 +196,79 @@ TEST_F(SlurmBackendTest, LaunchesExactlyTheAllocationAndFinishesFromTheExitFile)
   EXPECT_EQ(states, (std::vector<JobState>{JobState::kPending, JobState::kStarting, JobState::kCompleted}));
 }
 
+// Launches stored job `id` on one A100 of n1 (Slurm id 5) through
+// `backend`; returns its job directory.
+std::string LaunchOnOneGpu(SlurmBackend& backend, FakeCommandRunner& fake, const SlurmInventory& inv,
+                           const std::string& dir, int64_t id) {
+  fake.InAnyOrder();
+  fake.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  EXPECT_TRUE(backend.Recover(Seconds(10)).ok());
+  fake.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  EXPECT_TRUE(backend.Advance(Seconds(11)).ok());
+  Snapshot snap;
+  backend.Observe(Seconds(11), &snap);
+  Decision d;
+  d.assign = {{snap.jobs[0]->index, Allocation{inv.cluster.FindType("a100-80g"), {{0, 1}}}}};
+  std::string jd = dir + "/jobs/" + std::to_string(id);
+  fake.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--nodes=1", "--nodelist=n1",
+               "--ntasks-per-node=1", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
+               "--chdir=" + jd, "--output=" + jd + "/slurm.0.out", "--export=ALL", jd + "/batch.0.sh"})
+      .Stdout("5\n");
+  EXPECT_TRUE(backend.Apply(d, Seconds(11)).ok());
+  return jd;
+}
+
+// Writes `steps` step lines (and the "done" event when `done`) and the exit
+// code of launch 0, then lets the backend see that Slurm forgot the job.
+void EndLaunch(SlurmBackend& backend, FakeCommandRunner& fake, const std::string& jd, int steps, bool done,
+               int exit_code) {
+  {
+    std::ofstream m(jd + "/metrics.jsonl");
+    for (int step = 1; step <= steps; ++step) m << "{\"step\": " << step << ", \"step_time_s\": 0.5}\n";
+    if (done) m << "{\"event\": \"done\", \"step\": " << steps << "}\n";
+  }
+  std::ofstream(jd + "/exit.0") << exit_code << "\n";
+  fake.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  EXPECT_TRUE(backend.Advance(Seconds(20)).ok());
+}
+
 TEST_F(SlurmBackendTest, AJobThatReportedDoneIsCompletedWhateverItsExitCode) {
   int64_t id = AddJob(1);
   SlurmClient client(fake_);
   EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
   CorrectedThroughput belief(est);
   SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
-  fake_.InAnyOrder();
-  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
-  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
-  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
-  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
-  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
-  Snapshot snap;
-  backend.Observe(Seconds(11), &snap);
-  Decision d;
-  d.assign = {{snap.jobs[0]->index, Allocation{inv_->cluster.FindType("a100-80g"), {{0, 1}}}}};
-  std::string jd = dir_ + "/jobs/" + std::to_string(id);
-  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--nodes=1", "--nodelist=n1",
-                "--ntasks-per-node=1", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
-                "--chdir=" + jd, "--output=" + jd + "/slurm.0.out", "--export=ALL", jd + "/batch.0.sh"})
-      .Stdout("5\n");
-  ASSERT_TRUE(backend.Apply(d, Seconds(11)).ok());
+  std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
   // All 10 steps done, then a late SIGUSR1 killed it on its way out (138).
-  {
-    std::ofstream m(jd + "/metrics.jsonl");
-    for (int step = 1; step <= 10; ++step) m << "{\"step\": " << step << ", \"step_time_s\": 0.5}\n";
-    m << "{\"event\": \"done\", \"step\": 10}\n";
-  }
-  std::ofstream(jd + "/exit.0") << "138\n";
-  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
-  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
-  ASSERT_TRUE(backend.Advance(Seconds(20)).ok());
+  EndLaunch(backend, fake_, jd, 10, /*done=*/true, 138);
   EXPECT_EQ(store_->Job(id)->state, JobState::kCompleted);
   EXPECT_EQ(store_->Steps(id, 100)->size(), 10u);
+}
+
+// Asked to stop at the step it finished on, a job checkpoints and exits 85
+// without its "done" line: the checkpoint holds all its work, so it is
+// completed, not left pending with nothing to run. One step short, it waits
+// for GPUs again.
+TEST_F(SlurmBackendTest, AJobStoppedAtItsLastStepIsCompletedOneStepShortWaits) {
+  struct Case {
+    int steps;
+    JobState expected;
+  };
+  // The pending case last: each case's backend recovers the jobs before it.
+  for (const Case& c : {Case{10, JobState::kCompleted}, Case{9, JobState::kPending}}) {
+    SCOPED_TRACE("steps " + std::to_string(c.steps));
+    int64_t id = AddJob(1);
+    SlurmClient client(fake_);
+    EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+    CorrectedThroughput belief(est);
+    SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+    std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
+    EndLaunch(backend, fake_, jd, c.steps, /*done=*/false, kExitCheckpointed);
+    EXPECT_EQ(store_->Job(id)->state, c.expected);
+    EXPECT_EQ(backend.HasActiveJobs(), c.expected == JobState::kPending);
+  }
 }
 
 TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheModel) {

@@ -34,6 +34,14 @@ description: the Arena/Crius artifact's simulated cluster, 1,280 GPUs (320 each 
 description: arena-1280 in racks of 16 nodes whose uplinks are 2:1 oversubscribed (a contention study; not the artifact's)
 racks: {nodes_per_rack: 16, oversubscription: 2.0}
 )" TESSEL_ARENA_1280_POOLS},
+    {"arena-10k", R"(name: arena-10k
+description: arena-1280 scaled eightfold to 10,240 GPUs (2,560 each of A100, V100, A40, A10), for the simulator at scale
+pools:
+  - {name: a100, gpu: a100-40g, nodes: 640, node_type: arena-a100}
+  - {name: v100, gpu: v100-32g, nodes: 160, node_type: arena-v100}
+  - {name: a40, gpu: a40, nodes: 1280, node_type: arena-a40}
+  - {name: a10, gpu: a10, nodes: 1280, node_type: arena-a10}
+)"},
     {"arena-testbed-32", R"(name: arena-testbed-32
 description: a testbed the size of the Arena artifact's runtime trace, 8 x 2 A40 and 8 x 2 A10 (the meshes of arena/comm)
 pools:

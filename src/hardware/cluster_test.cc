@@ -11,8 +11,8 @@ TEST(ClusterTest, EmbeddedClustersHaveThePublishedSizes) {
     int gpus;
     int types;
   };
-  for (const Row& r : {Row{"arena-1280", 1280, 4}, Row{"pollux-64", 64, 1}, Row{"sia-64", 64, 3},
-                       Row{"ddl-64", 64, 1}, Row{"demo", 112, 3}}) {
+  for (const Row& r : {Row{"arena-1280", 1280, 4}, Row{"arena-10k", 10240, 4}, Row{"pollux-64", 64, 1},
+                       Row{"sia-64", 64, 3}, Row{"ddl-64", 64, 1}, Row{"demo", 112, 3}}) {
     auto c = LoadCluster(r.name);
     ASSERT_TRUE(c.ok()) << r.name << ": " << c.status().ToString();
     EXPECT_EQ(c->total_gpus(), r.gpus) << r.name;

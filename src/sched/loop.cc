@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace tessel {
 namespace {
@@ -102,6 +103,7 @@ Result<bool> SchedulerLoop::Step() {
   // The next time anything happens: the backend's next event or a timer.
   SimTime t = std::min(backend_.NextEvent(), next_round_);
   if (!wakes_.empty()) t = std::min(t, wakes_.top());
+  if (again_) t = now_;
   if (t == kNever && clock_.simulated()) {
     return Internal("simulation stalled at " + FormatDuration(now_) + " with " + backend_.Outstanding() +
                     " and nothing scheduled");
@@ -119,7 +121,7 @@ Result<bool> SchedulerLoop::Step() {
 
   Result<BackendEvents> events = backend_.Advance(now_);
   if (!events.ok()) return events.status();
-  bool decide = events->decide || poked_.exchange(false);
+  bool decide = events->decide || poked_.exchange(false) || std::exchange(again_, false);
   if (events->activated && uses_rounds_ && next_round_ == kNever) ScheduleRound();
   bool round = false;
   if (next_round_ <= now_) {
@@ -137,6 +139,7 @@ Result<bool> SchedulerLoop::Step() {
     decide = true;
     ScheduleRound();
   }
+  bool released = false;
   if (decide && backend_.HasActiveJobs()) {
     auto start = std::chrono::steady_clock::now();
     last_decision_at_round_ = round;
@@ -148,6 +151,14 @@ Result<bool> SchedulerLoop::Step() {
     Decision d = policy_.Decide(snap);
     ++decisions_;
     TESSEL_RETURN_IF_ERROR(CheckDecision(snap, d, policy_.name()));
+    // Released GPUs (suspended, shrank or moved a job holding some) or
+    // rejected jobs: what a grant refused by the backend does not do. Read
+    // before Apply, which changes the jobs the snapshot points to.
+    released = !d.reject.empty();
+    for (const auto& [idx, alloc] : d.assign) {
+      const JobView* j = FindActive(snap, idx);
+      released |= j != nullptr && !j->alloc.empty() && j->alloc != alloc;
+    }
     TESSEL_RETURN_IF_ERROR(backend_.Apply(d, now_));
     if (d.wake_at != kNever && d.wake_at > now_ &&
         (next_wake_ == kNever || d.wake_at < next_wake_ || next_wake_ <= now_)) {
@@ -162,7 +173,17 @@ Result<bool> SchedulerLoop::Step() {
   if (after_step_) after_step_(now_);
   // Nothing will ever change: a round-based policy may still wait for its
   // next round to act; otherwise only rounds/failures would follow forever.
-  if (backend_.Quiescent() && !(uses_rounds_ && !last_decision_at_round_)) return false;
+  // A decision that released GPUs or rejected jobs yet left nothing running
+  // did not see the state it made: the policy gets one more decision at
+  // this instant, on that state. (Finite: after it nothing holds GPUs, so
+  // only rejections can call for yet another.)
+  if (backend_.Quiescent()) {
+    if (released) {
+      again_ = true;
+      return true;
+    }
+    if (!(uses_rounds_ && !last_decision_at_round_)) return false;
+  }
   return true;
 }
 

@@ -7,7 +7,10 @@
 //
 // Order within one instant: the backend's events first (in its own order),
 // then the round and wake-up timers, then at most one decision, then
-// Backend::Settle. Rounds fall on multiples of the round length and run
+// Backend::Settle. (One exception: a decision that released GPUs or
+// rejected jobs but left nothing running and nothing due — the backend
+// quiescent — is followed by one more decision at the same instant, on the
+// state it made, before the loop may stop.) Rounds fall on multiples of the round length and run
 // while jobs are active; a round-based policy's first round is the next
 // multiple after a job becomes active.
 //
@@ -98,6 +101,7 @@ class SchedulerLoop {
   DurationHistogram decision_times_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> poked_{false};
+  bool again_ = false;  // decide once more at this instant (see Step)
   std::function<void(SimTime)> after_step_;
   DecisionHook after_decision_;
 };

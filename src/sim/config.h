@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
@@ -46,6 +48,9 @@ struct FailureModel {
   double node_mtbf_s = 0;       // mean time between failures per node; 0 = none
   double repair_s = 3600;       // a failed node returns after this long
   double checkpoint_interval_s = 1800;  // running jobs checkpoint this often
+  // Failures at given instants, beside the random ones: (time, node id).
+  // A node already down at its instant is not failed again.
+  std::vector<std::pair<SimTime, int>> at;
 };
 
 // The flow-level network model (policy/network_model.h): the truth for jobs

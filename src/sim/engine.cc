@@ -43,7 +43,9 @@ Result<SimResult> Simulator::Run() {
     });
   }
   TESSEL_RETURN_IF_ERROR(loop.Run());
-  SimResult result = backend.Collect(loop.now(), loop.decisions(), loop.timer_events());
+  Result<SimResult> collected = backend.Collect(loop.now(), loop.decisions(), loop.timer_events());
+  if (!collected.ok()) return collected.status();
+  SimResult result = std::move(*collected);
   if (progress_) progress_({backend.EndTime(loop.now()), backend.done_jobs(), backend.total_jobs()});
   result.summary.placement = PlacementRuleName(config_.placement);
   const DurationHistogram& decide = loop.decision_times();

@@ -54,7 +54,17 @@ void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoi
         break;
       }
       case JobOutcome::kRejected: ++s->jobs_rejected; break;
-      default: ++s->jobs_unfinished; break;
+      default: {
+        ++s->jobs_unfinished;
+        auto it = std::find_if(s->unfinished_reasons.begin(), s->unfinished_reasons.end(),
+                               [&](const auto& r) { return r.first == j.reason; });
+        if (it == s->unfinished_reasons.end()) {
+          s->unfinished_reasons.push_back({j.reason, 1});
+        } else {
+          ++it->second;
+        }
+        break;
+      }
     }
     if (j.outcome != JobOutcome::kRejected) first_submit = std::min(first_submit, j.submit);
   }

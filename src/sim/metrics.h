@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/sim_time.h"
@@ -21,7 +22,7 @@ struct JobRecord {
   int requested_gpus = 0;
   std::string requested_gpu_type;  // "" = any
   JobOutcome outcome = JobOutcome::kPending;
-  std::string reason;              // why rejected
+  std::string reason;              // why rejected, or why unfinished at the end
   SimTime submit = 0;
   SimTime first_start = kNever;
   SimTime finish = kNever;
@@ -67,6 +68,9 @@ struct Summary {
   int jobs_total = 0;
   int jobs_finished = 0;
   int jobs_unfinished = 0;  // running or pending at the end
+  // The unfinished jobs by their reason (JobRecord::reason), in the order
+  // the reasons first occur among the jobs.
+  std::vector<std::pair<std::string, int>> unfinished_reasons;
   int jobs_rejected = 0;
   double avg_jct_s = 0, median_jct_s = 0, p95_jct_s = 0, p99_jct_s = 0;
   double avg_queueing_s = 0, median_queueing_s = 0;

@@ -33,6 +33,9 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["jobs_finished"] = s.jobs_finished;
   j["jobs_unfinished"] = s.jobs_unfinished;
   j["jobs_rejected"] = s.jobs_rejected;
+  Json why = Json::object();
+  for (const auto& [reason, n] : s.unfinished_reasons) why[reason] = n;
+  j["unfinished_reasons"] = why;
   j["avg_jct_s"] = s.avg_jct_s;
   j["median_jct_s"] = s.median_jct_s;
   j["p95_jct_s"] = s.p95_jct_s;
@@ -139,6 +142,7 @@ void RenderSummary(const Summary& s, std::ostream& out) {
       << ", truth " << s.truth << ", placement " << s.placement << ", seed " << s.seed << "\n";
   out << "jobs: " << s.jobs_total << " total, " << s.jobs_finished << " finished, " << s.jobs_unfinished
       << " unfinished, " << s.jobs_rejected << " rejected\n";
+  for (const auto& [reason, n] : s.unfinished_reasons) out << "  unfinished, " << reason << ": " << n << "\n";
   TextTable t({"metric", "value"});
   t.AddRow({"average JCT", Hours(s.avg_jct_s)});
   t.AddRow({"median JCT", Hours(s.median_jct_s)});

@@ -91,6 +91,21 @@ struct JobState {
   double isolated_s = 0;
 };
 
+// When a job's work is done: the one rule every place that counts progress
+// uses. The simulated clock ticks in microseconds, so a job whose remaining
+// iterations would take less than one tick at its current rate cannot
+// finish at any later instant: its work is done now, whatever else happens
+// at this instant (a preemption, resize, re-plan, re-rating or node
+// failure). The tolerance is that tick, far above the floating-point
+// remainders of the progress sums. A job that never ran has no rate and is
+// done only when nothing remains.
+constexpr double kDoneWithinSeconds = 1e-6;
+
+bool WorkDone(const JobState& j) {
+  double left = j.view.remaining_iterations();
+  return left <= 0 || (j.iteration_time_s > 0 && left * j.iteration_time_s < kDoneWithinSeconds);
+}
+
 std::string Secs(SimTime t) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%13.6f", ToSeconds(t));
@@ -188,6 +203,12 @@ struct SimBackend::Impl {
   }
 
   void ScheduleCompletion(JobState& j) {
+    if (WorkDone(j)) {
+      // Done at this instant: completed by the next pass over this
+      // instant's events, before any decision sees the job again.
+      Push(now, EventKind::kComplete, j.view.index, j.version);
+      return;
+    }
     double left = j.view.remaining_iterations();
     if (AppJob* a = app[j.view.index].get()) {
       // The rate holds until the next epoch; the agent re-chooses there.
@@ -440,6 +461,10 @@ struct SimBackend::Impl {
     for (int idx : hit) {
       JobState& j = jobs[idx];
       Touch(j);
+      if (j.view.phase == JobPhase::kRunning && WorkDone(j)) {
+        Complete(j);  // it finished at the instant its node failed
+        continue;
+      }
       if (j.view.phase == JobPhase::kRunning) {
         double interval = config.failures.checkpoint_interval_s;
         SimTime run_start = j.run.empty() ? j.segment_start : j.run.front().start;
@@ -688,8 +713,18 @@ struct SimBackend::Impl {
   }
 
   void Observe(Snapshot* snap) {
-    // Running jobs' progress and service must be current in the snapshot.
-    for (int idx : running) Touch(jobs[idx]);
+    // Running jobs' progress and service must be current in the snapshot,
+    // and no policy sees a job whose work is done: it completes first (its
+    // completion event may be up to a tick later), so a preemption or
+    // resize at the instant a job finishes cannot leave it pending.
+    std::vector<int> done;
+    for (int idx : running) {
+      JobState& j = jobs[idx];
+      Touch(j);
+      if (j.view.phase == JobPhase::kRunning && WorkDone(j)) done.push_back(idx);
+    }
+    std::sort(done.begin(), done.end());
+    for (int idx : done) Complete(jobs[idx]);
     snap->now = now;
     snap->cluster = &cluster;
     snap->free_gpus = free;
@@ -772,6 +807,13 @@ struct SimBackend::Impl {
     }
     rng = config.seed * 0x9e3779b97f4a7c15ULL + 0x1234567ULL;
     for (const ClusterNode& node : cluster.nodes()) ScheduleFailure(node.id);
+    for (const auto& [t, node] : config.failures.at) {
+      if (node < 0 || node >= static_cast<int>(cluster.nodes().size())) {
+        return InvalidArgument("a failure at " + FormatDuration(t) + " names node " + std::to_string(node) +
+                               "; the cluster has nodes 0.." + std::to_string(cluster.nodes().size() - 1));
+      }
+      Push(t, EventKind::kNodeFail, node);
+    }
     Record();
     return Status::Ok();
   }
@@ -826,21 +868,60 @@ struct SimBackend::Impl {
     return at;
   }
 
-  // Progress and service up to the end of the run.
-  SimResult Finish(SimTime at, int64_t decisions, int64_t timer_events) {
+  // Progress and service up to the end of the run, then the end-of-run
+  // invariant: a job whose work is done is completed (a running one at the
+  // end of the run, by WorkDone); one still unfinished says why. A done job
+  // left unfinished is an internal error, not a result.
+  Result<SimResult> Finish(SimTime at, int64_t decisions, int64_t timer_events) {
     now = at;
     SimTime end = EndTime(now);
     if (done_jobs < static_cast<int>(jobs.size())) {
+      bool stalled = Quiescent();
       SimTime saved = now;
       now = end;
-      for (int idx : running) Touch(jobs[idx]);
+      std::vector<int> done;
+      for (int idx : running) {
+        Touch(jobs[idx]);
+        if (jobs[idx].view.phase == JobPhase::kRunning && WorkDone(jobs[idx])) done.push_back(idx);
+      }
+      std::sort(done.begin(), done.end());
+      for (int idx : done) Complete(jobs[idx]);
       for (JobState& j : jobs) {
         if ((j.status == Status_::kActive || j.status == Status_::kProfiling) && j.view.phase == JobPhase::kPending)
           Touch(j);
       }
+      for (JobState& j : jobs) {
+        if (j.status != Status_::kActive && j.status != Status_::kProfiling) continue;
+        if (j.status == Status_::kActive && j.view.started() && WorkDone(j)) {
+          return Internal("job " + j.view.spec->id + " did all its work (" + FormatIter(j.view.done_iterations) +
+                          " of " + FormatIter(j.view.total_iterations) + " iterations) but was left " +
+                          (j.view.phase == JobPhase::kPending ? "pending" : "holding GPUs") + " at " +
+                          FormatDuration(now) + " under policy " + policy_name);
+        }
+        j.reason = UnfinishedReason(j, stalled);
+      }
       now = saved;
     }
     return Collect(end, decisions, timer_events);
+  }
+
+  // Why a job is unfinished when the run ends: the run stopped at the
+  // horizon, or nothing could change any more (`stalled`: nothing runs, no
+  // arrival or repair is due, and the policy placed none of the waiting
+  // jobs).
+  std::string UnfinishedReason(const JobState& j, bool stalled) const {
+    if (j.status == Status_::kProfiling) return "horizon reached while being profiled";
+    const JobView& v = j.view;
+    switch (v.phase) {
+      case JobPhase::kRunning: return "horizon reached while running";
+      case JobPhase::kStarting: return "horizon reached while restarting";
+      default: break;
+    }
+    if (!stalled) return v.started() ? "horizon reached while waiting to restart" : "horizon reached before it was placed";
+    int free_gpus = 0;
+    for (int f : free) free_gpus += f;
+    return std::string(v.started() ? "preempted and never placed again" : "never placed") + ": the policy left it waiting while nothing ran (" +
+           std::to_string(free_gpus) + " GPUs free)";
   }
 
   void HandleJobOrNodeEvent(const Event& e) {
@@ -968,7 +1049,7 @@ int64_t SimBackend::events() const { return impl_->processed; }
 SimTime SimBackend::EndTime(SimTime now) const { return impl_->EndTime(now); }
 int SimBackend::done_jobs() const { return impl_->done_jobs; }
 int SimBackend::total_jobs() const { return static_cast<int>(impl_->jobs.size()); }
-SimResult SimBackend::Collect(SimTime now, int64_t decisions, int64_t timer_events) {
+Result<SimResult> SimBackend::Collect(SimTime now, int64_t decisions, int64_t timer_events) {
   return impl_->Finish(now, decisions, timer_events);
 }
 

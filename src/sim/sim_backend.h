@@ -67,8 +67,11 @@ class SimBackend : public Backend {
   int total_jobs() const;
   // Ends the run at `now` (at the horizon when jobs remain and one is set)
   // and returns the records; `decisions` and `timer_events` come from the
-  // loop. Call once.
-  SimResult Collect(SimTime now, int64_t decisions, int64_t timer_events);
+  // loop. Call once. Checks the end-of-run invariant: a job whose work is
+  // done is completed, and every unfinished job gets its reason (the
+  // horizon, or a policy that left it waiting while nothing ran); Internal
+  // when a job did all its work but was left unfinished.
+  Result<SimResult> Collect(SimTime now, int64_t decisions, int64_t timer_events);
 
  private:
   struct Impl;
