@@ -111,22 +111,22 @@ class ArenaPolicy : public Policy {
       }
     }
     Decision reject;
-    std::vector<JobCurves> curves;
+    // The jobs' curves, built in place over the buffers of earlier
+    // decisions (the first `num_curves` of curves_ are this decision's).
+    size_t num_curves = 0;
     std::vector<std::pair<double, JobCurves>> ranked;  // for the priority order
+    ++decision_;
+    // Grids priced at full bandwidth depend only on the job, the cluster
+    // and the belief: kept across decisions (GridsOf).
+    const bool keep_grids = !(p_.network && cluster.num_racks() > 1);
     for (const JobView* job : snap.jobs) {
-      std::vector<Grid> grids = Grids(*job, snap, load);
+      const std::vector<Grid>& grids = GridsOf(*job, snap, load, keep_grids);
+      const double ckpt_bytes = CheckpointBytes(*job);
       if (grids.empty()) {
         reject.reject.push_back({job->index, NeverRunsReason(*job, snap, std::max(1, job->spec->requested_gpus))});
         continue;
       }
-      // The reference: the request where it fits, else the first grid.
-      const Grid* ref = &grids.front();
-      int want = job->spec->requested_gpu_type.empty() ? -1 : cluster.FindType(job->spec->requested_gpu_type);
-      for (const Grid& g : grids)
-        if (g.gpus == job->spec->requested_gpus && (want < 0 || g.type == want)) {
-          ref = &g;
-          break;
-        }
+      const Grid* ref = &grids[ReferenceGrid(*job, grids, cluster)];
       double left = std::max(0.0, job->remaining_iterations());
       double t_ref = std::max(1.0, left * ref->iter_s);
       double age = std::max(0.0, ToSeconds(snap.now - job->spec->submit));
@@ -140,23 +140,31 @@ class ArenaPolicy : public Policy {
         double fastest = std::numeric_limits<double>::infinity();
         for (const Grid& g : grids) {
           bool current = !job->alloc.empty() && job->alloc.type == g.type && job->alloc.gpus() == g.gpus;
-          fastest = std::min(fastest, left * g.iter_s + (current ? 0.0 : RestartDelay(*job, g)));
+          fastest = std::min(fastest, left * g.iter_s + (current ? 0.0 : RestartDelay(*job, g, ckpt_bytes)));
         }
         if (to_deadline > 0 && fastest <= to_deadline) risk = fastest / to_deadline;
       }
-      JobCurves jc;
+      if (curves_.size() == num_curves) curves_.emplace_back();
+      JobCurves& jc = curves_[num_curves];
       jc.job = job;
-      for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
-        TypeCurve tc;
+      const int cur_type = job->alloc.empty() ? -1 : job->alloc.type;
+      const int cur_gpus = job->alloc.gpus();
+      size_t used = 0;  // curves of jc.types filled
+      // Grids come by type, then ascending count (Grids).
+      for (size_t gi = 0; gi < grids.size();) {
+        const int t = grids[gi].type;
+        if (jc.types.size() == used) jc.types.emplace_back();
+        TypeCurve& tc = jc.types[used];
         tc.type = t;
+        tc.points.clear();
         tc.points.push_back({0, 0.0});
-        for (const Grid& g : grids) {
-          if (g.type != t) continue;
-          bool current = !job->alloc.empty() && job->alloc.type == t && job->alloc.gpus() == g.gpus;
+        for (; gi < grids.size() && grids[gi].type == t; ++gi) {
+          const Grid& g = grids[gi];
+          bool current = cur_type == t && cur_gpus == g.gpus;
           double time = left * g.iter_s;
-          double delay = current ? 0.0 : p_.restart_penalty * RestartDelay(*job, g);
+          double delay = current ? 0.0 : p_.restart_penalty * RestartDelay(*job, g, ckpt_bytes);
           double value = weight * (g.rate / ref->rate) * (time / std::max(1e-9, time + delay));
-          if (risk > 0 && time + (current ? 0.0 : RestartDelay(*job, g)) <= to_deadline) {
+          if (risk > 0 && time + (current ? 0.0 : RestartDelay(*job, g, ckpt_bytes)) <= to_deadline) {
             value *= 1 + p_.deadline_weight * risk;
           }
           if (tc.points.back().gpus == g.gpus) {
@@ -165,14 +173,20 @@ class ArenaPolicy : public Policy {
             tc.points.push_back({g.gpus, value});
           }
         }
-        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+        if (tc.points.size() > 1) ++used;
       }
-      if (jc.types.empty()) continue;
+      jc.types.resize(used);
+      if (used == 0) continue;
       if (p_.backfill && p_.marginal) {
-        curves.push_back(std::move(jc));
+        ++num_curves;
       } else {
-        ranked.push_back({weight, std::move(jc)});
+        ranked.push_back({weight, jc});
       }
+    }
+    const std::span<const JobCurves> curves(curves_.data(), num_curves);
+    if (grid_cache_.size() > 2 * snap.jobs.size() + 256) {
+      // Forget the jobs this decision did not see (finished, rejected).
+      std::erase_if(grid_cache_, [&](const auto& e) { return e.second.used != decision_; });
     }
     std::vector<GoodputGrant> grants;
     if (p_.backfill && p_.marginal) {
@@ -197,12 +211,13 @@ class ArenaPolicy : public Policy {
     d.reject = std::move(reject.reject);
     // Each new allocation's Pareto plan set, for the executor.
     if (p_.plan_set > 0) {
-      std::unordered_map<int, const JobSpec*> spec_of;
-      for (const JobView* job : snap.jobs) spec_of[job->index] = job->spec;
       for (const auto& [index, alloc] : d.assign) {
         if (alloc.empty()) continue;
+        // snap.jobs is sorted by index.
+        const JobView* job = *std::lower_bound(snap.jobs.begin(), snap.jobs.end(), index,
+                                               [](const JobView* j, int i) { return j->index < i; });
         std::vector<PlanChoice> set =
-            snap.belief->PlanSet(*spec_of.at(index), alloc.type, alloc.gpus(), alloc.nodes(), p_.plan_set);
+            snap.belief->PlanSet(*job->spec, alloc.type, alloc.gpus(), alloc.nodes(), p_.plan_set);
         if (!set.empty()) d.plans.push_back({index, std::move(set)});
       }
     }
@@ -264,28 +279,34 @@ class ArenaPolicy : public Policy {
   // best grid whose value exceeds the total loss wins and is applied. All
   // values are the allocation's (restart delays included). Returns how
   // many jobs it admitted.
-  int Admit(const std::vector<JobCurves>& curves, const std::vector<int>& capacity,
+  int Admit(std::span<const JobCurves> curves, const std::vector<int>& capacity,
             std::vector<GoodputGrant>& grants) const {
     if (p_.admit_jobs <= 0 || p_.admit_actions <= 0) return 0;
     const int types = static_cast<int>(capacity.size());
     std::vector<int> free = capacity;
-    std::unordered_set<const JobView*> granted;
+    // Every grant names its curve (AllocateByMarginalUtility and
+    // ImproveBySingleMoves set it).
+    std::vector<char> granted(curves.size(), 0);
     for (const GoodputGrant& g : grants) {
+      assert(g.curve >= 0 && curves[g.curve].job == g.job);
       free[g.type] -= g.gpus;
-      granted.insert(g.job);
+      granted[g.curve] = 1;
     }
     std::vector<std::pair<double, int>> waiting;  // (best value, curve)
     for (int c = 0; c < static_cast<int>(curves.size()); ++c) {
-      if (granted.count(curves[c].job) || !curves[c].job->alloc.empty()) continue;
+      if (granted[c] || !curves[c].job->alloc.empty()) continue;
       double best = 0;
       for (const TypeCurve& tc : curves[c].types)
         for (const CurvePoint& pt : tc.points) best = std::max(best, pt.utility);
       waiting.push_back({best, c});
     }
-    std::stable_sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    if (static_cast<int>(waiting.size()) > p_.admit_jobs) waiting.resize(p_.admit_jobs);
-    std::unordered_map<const JobView*, int> curve_of;
-    for (int c = 0; c < static_cast<int>(curves.size()); ++c) curve_of[curves[c].job] = c;
+    if (waiting.empty()) return 0;
+    // The admit_jobs most valuable, ties in curve order (as a stable sort).
+    const size_t keep = std::min(waiting.size(), static_cast<size_t>(p_.admit_jobs));
+    std::partial_sort(waiting.begin(), waiting.begin() + keep, waiting.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    waiting.resize(keep);
     auto utility = [&](const JobCurves& jc, int type, int gpus) {
       for (const TypeCurve& tc : jc.types) {
         if (tc.type != type) continue;
@@ -307,7 +328,7 @@ class ArenaPolicy : public Policy {
       std::vector<std::vector<Action>> actions(types);
       for (int i = 0; i < static_cast<int>(grants.size()); ++i) {
         const GoodputGrant& g = grants[i];
-        const JobCurves& dc = curves[curve_of.at(g.job)];
+        const JobCurves& dc = curves[g.curve];
         double have = utility(dc, g.type, g.gpus);
         std::optional<Action> best;
         for (const TypeCurve& tc : dc.types) {
@@ -371,30 +392,62 @@ class ArenaPolicy : public Policy {
         g.gpus = a.gpus;
       }
       free[best_type] -= best_gpus;
-      grants.push_back({jc.job, best_type, best_gpus});
+      grants.push_back({jc.job, best_type, best_gpus, 0, w.second});
       ++admitted;
       actions = donor_actions();
     }
     return admitted;
   }
 
-  double CheckpointS(const JobView& job, int nodes) {
+  // The job's checkpoint size (its model's parameters, mixed precision).
+  double CheckpointBytes(const JobView& job) {
     auto it = checkpoint_bytes_.find(job.spec->model);
     if (it == checkpoint_bytes_.end()) {
       auto m = FindModel(job.spec->model);
       double bytes = m.ok() ? (*m)->Params() * kCheckpointBytesPerParam : 0.0;
       it = checkpoint_bytes_.emplace(job.spec->model, bytes).first;
     }
-    return it->second / (p_.storage_gbs * 1e9 * std::max(1, nodes));
+    return it->second;
   }
 
-  // What moving `job` to `g` costs before it progresses again.
-  double RestartDelay(const JobView& job, const Grid& g) {
+  double CheckpointS(double bytes, int nodes) const { return bytes / (p_.storage_gbs * 1e9 * std::max(1, nodes)); }
+
+  // What moving `job` (whose checkpoint is `ckpt_bytes`) to `g` costs
+  // before it progresses again.
+  double RestartDelay(const JobView& job, const Grid& g, double ckpt_bytes) const {
     double search = p_.full_search ? std::min(p_.full_search_cap_s, p_.full_search_s_per_gpu * g.gpus)
                                    : std::min(p_.search_cap_s, p_.search_s_per_gpu * g.gpus);
     if (!job.started()) return search;
-    double save = job.alloc.empty() ? 0.0 : CheckpointS(job, job.alloc.nodes());
-    return save + CheckpointS(job, g.nodes) + p_.restart_overhead_s + search;
+    double save = job.alloc.empty() ? 0.0 : CheckpointS(ckpt_bytes, job.alloc.nodes());
+    return save + CheckpointS(ckpt_bytes, g.nodes) + p_.restart_overhead_s + search;
+  }
+
+  // The reference grid for a job's weight: its request where it fits,
+  // else the first grid.
+  static size_t ReferenceGrid(const JobView& job, const std::vector<Grid>& grids, const Cluster& cluster) {
+    int want = job.spec->requested_gpu_type.empty() ? -1 : cluster.FindType(job.spec->requested_gpu_type);
+    for (size_t i = 0; i < grids.size(); ++i)
+      if (grids[i].gpus == job.spec->requested_gpus && (want < 0 || grids[i].type == want)) return i;
+    return 0;
+  }
+
+  // The job's grids (Grids): with `keep` (grids priced at full bandwidth),
+  // kept from an earlier decision while the job's spec, the cluster and the
+  // belief (its version) are the same; otherwise computed for this one.
+  const std::vector<Grid>& GridsOf(const JobView& job, const Snapshot& snap, const NetworkLoad& load, bool keep) {
+    if (!keep) {
+      scratch_grids_ = Grids(job, snap, load);
+      return scratch_grids_;
+    }
+    KeptGrids& k = grid_cache_[job.index];
+    const bool rigid = RigidJob(job);
+    const uint64_t version = snap.belief->version();
+    if (k.spec != job.spec || k.cluster != snap.cluster || k.belief != snap.belief || k.version != version ||
+        k.rigid != rigid) {
+      k = KeptGrids{job.spec, snap.cluster, snap.belief, version, rigid, Grids(job, snap, load), 0};
+    }
+    k.used = decision_;
+    return k.grids;
   }
 
   // Jobs in weight order: each takes its most valuable grid that fits
@@ -455,6 +508,21 @@ class ArenaPolicy : public Policy {
   PolicyTraits traits_;
   std::unique_ptr<NetworkModel> network_;  // the cluster's fabric, built once
   std::unordered_map<std::string, double> checkpoint_bytes_;
+  // Grids kept across decisions (GridsOf), by job index, with what they
+  // were computed from.
+  struct KeptGrids {
+    const JobSpec* spec = nullptr;
+    const Cluster* cluster = nullptr;
+    const ThroughputModel* belief = nullptr;
+    uint64_t version = 0;
+    bool rigid = false;
+    std::vector<Grid> grids;
+    uint64_t used = 0;  // the decision that last used them
+  };
+  std::unordered_map<int, KeptGrids> grid_cache_;
+  std::vector<Grid> scratch_grids_;
+  std::vector<JobCurves> curves_;  // buffers reused by each decision
+  uint64_t decision_ = 0;
   int64_t admitted_ = 0;
   int64_t migrations_ = 0;
 };

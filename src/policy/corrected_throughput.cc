@@ -3,6 +3,7 @@
 namespace tessel {
 
 void CorrectedThroughput::SetFactor(const std::string& job_id, int type, double factor) {
+  if (Factor(job_id, type) != (factor > 0 ? factor : 1.0)) ++changes_;
   if (!(factor > 0) || factor == 1.0) {
     factors_.erase({job_id, type});
   } else {
@@ -16,6 +17,7 @@ double CorrectedThroughput::Factor(const std::string& job_id, int type) const {
 }
 
 void CorrectedThroughput::Forget(const std::string& job_id) {
+  ++changes_;
   for (auto it = factors_.lower_bound({job_id, INT32_MIN}); it != factors_.end() && it->first.first == job_id;)
     it = factors_.erase(it);
   for (auto it = memo_.lower_bound({job_id, INT32_MIN, 0, 0, 0.0, 0.0});

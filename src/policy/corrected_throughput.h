@@ -18,6 +18,7 @@ class CorrectedThroughput : public ThroughputModel {
  public:
   explicit CorrectedThroughput(ThroughputModel& base) : base_(base) {}
   std::string_view name() const override { return base_.name(); }
+  uint64_t version() const override { return base_.version() + changes_; }
 
   // Factor > 0 for job `job_id` on cluster type `type` (1 = the estimate).
   void SetFactor(const std::string& job_id, int type, double factor);
@@ -34,6 +35,7 @@ class CorrectedThroughput : public ThroughputModel {
   const JobRate& Corrected(const JobSpec& job, int type, int gpus, int nodes, const JobRate& base);
 
   ThroughputModel& base_;
+  uint64_t changes_ = 0;  // factors set or forgotten so far
   std::map<std::pair<std::string, int>, double> factors_;
   // Corrected answers, keyed by job, shape and factor (a new factor is a new key).
   std::map<std::tuple<std::string, int, int, int, double, double>, JobRate> memo_;

@@ -20,6 +20,9 @@ struct Step {
   int curve; // index into the job's types
   int from;  // point index
   int to;    // point index
+  // A job's first steps (one per curve) are queued one at a time, best
+  // first: this one's place in that order, -1 for any later step.
+  int rank = -1;
 
   // Max-heap order: higher ratio first, then lower job, curve, larger step.
   bool operator<(const Step& o) const {
@@ -61,67 +64,104 @@ GpuRange GoodputGpuRange(const JobView& job, int cap) {
   return {std::max(1, job.spec->min_gpus), cap};
 }
 
-std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
-                                                    const std::vector<int>& capacity) {
+std::vector<GoodputGrant> AllocateByMarginalUtility(std::span<const JobCurves> jobs, const std::vector<int>& capacity) {
+  // The greedy over a max-heap of steps. A job's first steps (one per GPU
+  // type) are computed up front but queued one at a time, in heap order:
+  // while a job is unlocked its best not-yet-popped first step is queued,
+  // and all its others rank below it, so none could have been popped
+  // earlier — the order of pops is the one a heap of every first step
+  // gives, at a fraction of its size. Buffers are reused across calls.
+  thread_local std::vector<Step> heap, first;
+  thread_local std::vector<int> locked, pos, first_begin, first_end;
+  const int n = static_cast<int>(jobs.size());
   std::vector<int> free = capacity;
-  std::vector<int> locked(jobs.size(), -1), pos(jobs.size(), 0);
-  std::priority_queue<Step> pq;
-  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) {
+  heap.clear();
+  first.clear();
+  locked.assign(n, -1);
+  pos.assign(n, 0);
+  first_begin.assign(n, 0);
+  first_end.assign(n, 0);
+  for (int j = 0; j < n; ++j) {
+    first_begin[j] = static_cast<int>(first.size());
     for (int c = 0; c < static_cast<int>(jobs[j].types.size()); ++c) {
       const TypeCurve& tc = jobs[j].types[c];
       Step s = BestStep(tc, j, c, 0, free[tc.type]);
-      if (s.to >= 0) pq.push(s);
+      if (s.to >= 0) first.push_back(s);
     }
+    first_end[j] = static_cast<int>(first.size());
+    // Best first in heap order (the max-heap's operator<).
+    std::sort(first.begin() + first_begin[j], first.end(), [](const Step& a, const Step& b) { return b < a; });
+    for (int k = first_begin[j]; k < first_end[j]; ++k) first[k].rank = k - first_begin[j];
+    if (first_end[j] > first_begin[j]) heap.push_back(first[first_begin[j]]);
   }
-  while (!pq.empty()) {
-    Step s = pq.top();
-    pq.pop();
-    if (locked[s.job] >= 0 && locked[s.job] != s.curve) continue;
-    if (pos[s.job] != s.from) continue;  // stale
-    if (locked[s.job] < 0) {
-      // A job's first step: among its types that gain as much, the one
-      // with the most free GPUs (spreads jobs a type-blind utility cannot
-      // tell apart).
-      for (int c = 0; c < static_cast<int>(jobs[s.job].types.size()); ++c) {
-        const TypeCurve& other = jobs[s.job].types[c];
-        if (c == s.curve || free[other.type] <= free[jobs[s.job].types[s.curve].type]) continue;
-        Step alt = BestStep(other, s.job, c, 0, free[other.type]);
-        if (alt.to >= 0 && alt.ratio >= s.ratio) s = alt;
+  std::make_heap(heap.begin(), heap.end());
+  auto push = [&](const Step& s) {
+    heap.push_back(s);
+    std::push_heap(heap.begin(), heap.end());
+  };
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    Step s = heap.back();
+    heap.pop_back();
+    const int job = s.job, rank = s.rank;
+    [&] {
+      if (locked[s.job] >= 0 && locked[s.job] != s.curve) return;
+      if (pos[s.job] != s.from) return;  // stale
+      if (locked[s.job] < 0) {
+        // A job's first step: among its types that gain as much, the one
+        // with the most free GPUs (spreads jobs a type-blind utility cannot
+        // tell apart).
+        for (int c = 0; c < static_cast<int>(jobs[s.job].types.size()); ++c) {
+          const TypeCurve& other = jobs[s.job].types[c];
+          if (c == s.curve || free[other.type] <= free[jobs[s.job].types[s.curve].type]) continue;
+          Step alt = BestStep(other, s.job, c, 0, free[other.type]);
+          if (alt.to >= 0 && alt.ratio >= s.ratio) s = alt;
+        }
       }
+      const TypeCurve& tc = jobs[s.job].types[s.curve];
+      Step now = BestStep(tc, s.job, s.curve, s.from, free[tc.type]);
+      if (now.to < 0) return;
+      if (now.to != s.to || now.ratio < s.ratio) {
+        push(now);  // capacity shrank since: re-queue at its true value
+        return;
+      }
+      free[tc.type] -= tc.points[s.to].gpus - tc.points[s.from].gpus;
+      locked[s.job] = s.curve;
+      pos[s.job] = s.to;
+      Step next = BestStep(tc, s.job, s.curve, s.to, free[tc.type]);
+      if (next.to >= 0) push(next);
+    }();
+    // A first step popped while its job stays unlocked: its next one joins.
+    if (rank >= 0 && locked[job] < 0 && first_begin[job] + rank + 1 < first_end[job]) {
+      push(first[first_begin[job] + rank + 1]);
     }
-    const TypeCurve& tc = jobs[s.job].types[s.curve];
-    Step now = BestStep(tc, s.job, s.curve, s.from, free[tc.type]);
-    if (now.to < 0) continue;
-    if (now.to != s.to || now.ratio < s.ratio) {
-      pq.push(now);  // capacity shrank since: re-queue at its true value
-      continue;
-    }
-    free[tc.type] -= tc.points[s.to].gpus - tc.points[s.from].gpus;
-    locked[s.job] = s.curve;
-    pos[s.job] = s.to;
-    Step next = BestStep(tc, s.job, s.curve, s.to, free[tc.type]);
-    if (next.to >= 0) pq.push(next);
   }
   std::vector<GoodputGrant> out;
-  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) {
+  for (int j = 0; j < n; ++j) {
     if (locked[j] < 0) continue;
     const TypeCurve& tc = jobs[j].types[locked[j]];
-    out.push_back({jobs[j].job, tc.type, tc.points[pos[j]].gpus});
+    out.push_back({jobs[j].job, tc.type, tc.points[pos[j]].gpus, 0, j});
   }
   return out;
 }
 
-int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<int>& capacity,
+int ImproveBySingleMoves(std::span<const JobCurves> jobs, const std::vector<int>& capacity,
                          std::vector<GoodputGrant>& grants, int max_sweeps) {
   std::vector<int> free = capacity;
-  // The grant of each job (index into `grants`, -1 = none).
+  // The grant of each job (index into `grants`, -1 = none): by the curve
+  // each grant names, else by its job.
   std::vector<int> grant_of(jobs.size(), -1);
   std::unordered_map<const JobView*, int> job_index;
-  for (size_t j = 0; j < jobs.size(); ++j) job_index.emplace(jobs[j].job, static_cast<int>(j));
   for (size_t g = 0; g < grants.size(); ++g) {
     free[grants[g].type] -= grants[g].gpus;
-    auto it = job_index.find(grants[g].job);
-    if (it != job_index.end()) grant_of[it->second] = static_cast<int>(g);
+    int c = grants[g].curve;
+    if (c < 0 || c >= static_cast<int>(jobs.size()) || jobs[c].job != grants[g].job) {
+      if (job_index.empty())
+        for (size_t j = 0; j < jobs.size(); ++j) job_index.emplace(jobs[j].job, static_cast<int>(j));
+      auto it = job_index.find(grants[g].job);
+      c = it != job_index.end() ? it->second : -1;
+    }
+    if (c >= 0) grant_of[c] = static_cast<int>(g);
   }
   auto utility_of = [&](const JobCurves& jc, int type, int gpus) {
     for (const TypeCurve& tc : jc.types) {
@@ -162,7 +202,7 @@ int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<i
         grants[g].max_nodes = 0;
       } else {
         grant_of[j] = static_cast<int>(grants.size());
-        grants.push_back({jc.job, best_type, best_gpus});
+        grants.push_back({jc.job, best_type, best_gpus, 0, static_cast<int>(j)});
       }
       free[best_type] -= best_gpus;
       ++moves;
@@ -176,11 +216,15 @@ int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<i
 namespace {
 
 struct Packing {
+  // Where each placed job goes; for a kept entry the allocation is left
+  // empty: the job's own (AllocOf).
   std::vector<std::pair<const JobView*, Allocation>> placed;
   std::vector<char> kept;  // per placed entry: the job keeps its current GPUs
   int gpus = 0;
   bool all_full = true;  // every grant placed at its full size
   int migrations = 0;    // kept jobs moved to defragment
+
+  const Allocation& AllocOf(size_t i) const { return kept[i] ? placed[i].first->alloc : placed[i].second; }
 };
 
 // Explicit defragmentation (PlaceOptions::defrag_moves): room for `gpus`
@@ -197,7 +241,7 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   // Movable placed entries per node.
   std::vector<std::vector<int>> on_node(cluster.nodes().size());
   for (int i = 0; i < static_cast<int>(out.placed.size()); ++i) {
-    const Allocation& a = out.placed[i].second;
+    const Allocation& a = out.AllocOf(i);
     if (a.type != type || a.nodes() != 1 || a.gpus() >= gpus) continue;
     on_node[a.parts[0].node].push_back(i);
   }
@@ -205,7 +249,7 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   std::vector<int> room(cluster.nodes().size(), 0);
   for (int id : nodes) {
     room[id] = fm.free_on(id);
-    for (int i : on_node[id]) room[id] += out.placed[i].second.gpus();
+    for (int i : on_node[id]) room[id] += out.AllocOf(i).gpus();
   }
   std::vector<std::vector<int>> candidates;
   if (k == 1) {
@@ -238,7 +282,7 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
     // Free moves first, then the largest kept jobs (fewest moves).
     std::stable_sort(pool.begin(), pool.end(), [&](int a, int b) {
       if (out.kept[a] != out.kept[b]) return out.kept[a] < out.kept[b];
-      return out.placed[a].second.gpus() > out.placed[b].second.gpus();
+      return out.AllocOf(a).gpus() > out.AllocOf(b).gpus();
     });
     Plan plan{set, {}, 0, 0};
     for (int i : pool) {
@@ -246,8 +290,8 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
       if (out.kept[i] && plan.kept_moves == max_moves) break;
       plan.moves.push_back(i);
       plan.kept_moves += out.kept[i];
-      plan.moved_gpus += out.placed[i].second.gpus();
-      need -= out.placed[i].second.gpus();
+      plan.moved_gpus += out.AllocOf(i).gpus();
+      need -= out.AllocOf(i).gpus();
     }
     if (need > 0) continue;
     if (!best || std::tie(plan.kept_moves, plan.moved_gpus) < std::tie(best->kept_moves, best->moved_gpus)) {
@@ -257,7 +301,7 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   if (!best) return std::nullopt;
   // Try it: free the movers, reserve the grant's nodes, re-place the movers
   // elsewhere; undo everything if one does not fit.
-  for (int i : best->moves) fm.Release(out.placed[i].second);
+  for (int i : best->moves) fm.Release(out.AllocOf(i));
   Allocation grant;
   grant.type = type;
   int left = gpus;
@@ -270,18 +314,18 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   fm.Take(grant);
   std::vector<Allocation> moved;
   for (int i : best->moves) {
-    auto a = fm.Place(type, out.placed[i].second.gpus(), 1);
+    auto a = fm.Place(type, out.AllocOf(i).gpus(), 1);
     if (!a) {
       for (const Allocation& m : moved) fm.Release(m);
       fm.Release(grant);
-      for (int j : best->moves) fm.Take(out.placed[j].second);
+      for (int j : best->moves) fm.Take(out.AllocOf(j));
       return std::nullopt;
     }
     moved.push_back(std::move(*a));
   }
   for (size_t m = 0; m < best->moves.size(); ++m) {
     int i = best->moves[m];
-    if (moved[m] == out.placed[i].second) continue;  // landed where it was
+    if (moved[m] == out.AllocOf(i)) continue;  // landed where it was
     out.migrations += out.kept[i];
     out.kept[i] = 0;
     out.placed[i].second = std::move(moved[m]);
@@ -293,19 +337,31 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
 // their exact GPUs before anything else is placed; otherwise every grant is
 // placed largest first and a kept job keeps its GPUs only if still free.
 Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first, int defrag_moves) {
-  FreeMap fm(snap);
-  for (const JobView* j : snap.jobs)
-    if (!j->alloc.empty()) fm.Release(j->alloc);
   auto unchanged = [](const GoodputGrant& g) {
     const JobView& j = *g.job;
     return !j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus;
   };
+  // Every job's GPUs are released, but for keep_first those of the jobs
+  // that keep theirs (releasing and taking them back changes nothing).
+  std::vector<int> keeps;  // indices of the kept jobs, ascending
+  if (keep_first) {
+    for (const GoodputGrant& g : grants)
+      if (unchanged(g)) keeps.push_back(g.job->index);
+    std::sort(keeps.begin(), keeps.end());
+  }
+  FreeMap fm(snap);
+  size_t k = 0;
+  for (const JobView* j : snap.jobs) {  // sorted by index
+    while (k < keeps.size() && keeps[k] < j->index) ++k;
+    if (!j->alloc.empty() && !(k < keeps.size() && keeps[k] == j->index)) fm.Release(j->alloc);
+  }
   Packing out;
+  out.placed.reserve(grants.size());
+  out.kept.reserve(grants.size());
   std::vector<const GoodputGrant*> order;
   for (const GoodputGrant& g : grants) {
     if (keep_first && unchanged(g)) {
-      fm.Take(g.job->alloc);
-      out.placed.push_back({g.job, g.job->alloc});
+      out.placed.push_back({g.job, Allocation{}});
       out.kept.push_back(1);
       out.gpus += g.gpus;
     } else {
@@ -319,7 +375,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
   for (const GoodputGrant* g : order) {
     if (!keep_first && unchanged(*g) && fm.IsFree(g->job->alloc)) {
       fm.Take(g->job->alloc);
-      out.placed.push_back({g->job, g->job->alloc});
+      out.placed.push_back({g->job, Allocation{}});
       out.kept.push_back(1);
       out.gpus += g->gpus;
       continue;
@@ -375,15 +431,19 @@ Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& gran
     stats->migrations = best.migrations;
     stats->repacked = repacked;
   }
-  std::vector<std::pair<const JobView*, Allocation>>& placed = best.placed;
-  std::sort(placed.begin(), placed.end(),
-            [](const auto& a, const auto& b) { return a.first->index < b.first->index; });
+  // Placed entries by job index (kept ones keep their GPUs: no change).
+  std::vector<int> order(best.placed.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return best.placed[a].first->index < best.placed[b].first->index; });
   Decision d;
   size_t k = 0;
   for (const JobView* j : snap.jobs) {
-    while (k < placed.size() && placed[k].first->index < j->index) ++k;
+    while (k < order.size() && best.placed[order[k]].first->index < j->index) ++k;
+    const bool placed = k < order.size() && best.placed[order[k]].first == j;
+    if (placed && best.kept[order[k]]) continue;  // its own GPUs
     Allocation next;
-    if (k < placed.size() && placed[k].first == j) next = placed[k].second;
+    if (placed) next = std::move(best.placed[order[k]].second);
     if (next != j->alloc) d.assign.push_back({j->index, std::move(next)});
   }
   return d;

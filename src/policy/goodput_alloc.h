@@ -3,6 +3,7 @@
 // place the chosen counts on nodes.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "policy/snapshot.h"
@@ -28,6 +29,7 @@ struct GoodputGrant {
   int type = -1;
   int gpus = 0;
   int max_nodes = 0;  // the most nodes it may span (0 = any): what it was priced at
+  int curve = -1;     // index of the job's curves in the allocator's input (-1: not known)
 };
 
 // A job whose GPU count cannot change: no agent and min_gpus == max_gpus.
@@ -50,8 +52,12 @@ GpuRange GoodputGpuRange(const JobView& job, int cap);
 // type with the most free GPUs). Exact for concave curves of a single
 // type; deterministic (ties: job order, then type order, then the larger
 // step). Jobs that get nothing are omitted.
-std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
-                                                    const std::vector<int>& capacity);
+// Grants name their curves (GoodputGrant::curve).
+std::vector<GoodputGrant> AllocateByMarginalUtility(std::span<const JobCurves> jobs, const std::vector<int>& capacity);
+inline std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>& jobs,
+                                                           const std::vector<int>& capacity) {
+  return AllocateByMarginalUtility(std::span<const JobCurves>(jobs), capacity);
+}
 
 // Improves `grants` (for `jobs`, within `capacity`) by single-job moves:
 // each job in turn takes the point of any of its curves with the highest
@@ -63,7 +69,7 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(const std::vector<JobCurves>
 // worth more per GPU wins even where another type's larger size is worth
 // more outright. A job without a grant that gains one is appended; returns
 // the number of moves.
-int ImproveBySingleMoves(const std::vector<JobCurves>& jobs, const std::vector<int>& capacity,
+int ImproveBySingleMoves(std::span<const JobCurves> jobs, const std::vector<int>& capacity,
                          std::vector<GoodputGrant>& grants, int max_sweeps = 8);
 
 struct PlaceOptions {

@@ -44,6 +44,7 @@ class ProfiledThroughput : public ThroughputModel {
   ProfiledThroughput(const Cluster& cluster, ThroughputModel& base) : cluster_(cluster), base_(base) {}
   // The wrapped model's name: reports name the source of everything else.
   std::string_view name() const override { return base_.name(); }
+  uint64_t version() const override { return base_.version(); }
 
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   // A profiled job's all-reduce takes 1/share as long (share clamped to

@@ -84,6 +84,11 @@ class ThroughputModel {
     if (!r.fits) return {};
     return {PlanChoice{r.plan, r.iteration_time_s, 0}};
   }
+  // Changes whenever an answer for the same arguments may have changed
+  // (a correction learnt from measurement), so callers may keep answers
+  // across calls while it stays the same. Models whose answers never change
+  // return 0; decorators include the model they wrap.
+  virtual uint64_t version() const { return 0; }
 };
 
 // The analytical estimator behind the planner (src/perf, src/plan).

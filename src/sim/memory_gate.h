@@ -30,6 +30,7 @@ class RefusalCounter : public ThroughputModel {
  public:
   explicit RefusalCounter(ThroughputModel& base) : base_(base) {}
   std::string_view name() const override { return base_.name(); }
+  uint64_t version() const override { return base_.version(); }
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
     return Count(base_.Rate(job, type, gpus, nodes), job, type, gpus, nodes);
   }
@@ -61,6 +62,7 @@ class ArenaDpMemoryGate : public ThroughputModel {
   static Result<std::unique_ptr<ArenaDpMemoryGate>> Load(const std::string& path, const Cluster& cluster,
                                                          ThroughputModel& base);
   std::string_view name() const override { return base_.name(); }
+  uint64_t version() const override { return base_.version(); }
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override {
     const JobRate* refused = Refused(job, type, gpus);
