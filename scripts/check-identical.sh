@@ -4,7 +4,7 @@
 # tiresias on the Arena traces; pollux, optimus and sia on their workloads;
 # failures, racks with shared uplinks, an ITP cluster) with two tessel
 # binaries and compares every event log and JSON summary byte for byte
-# (sim_wall_time_s aside). Needs the shared data (TESSEL_DATA or ../shared/data).
+# (the wall times, sim_wall_time_s and decision_*_ms, aside). Needs the shared data (TESSEL_DATA or ../shared/data).
 # Usage: scripts/check-identical.sh OLD_TESSEL NEW_TESSEL   (about 40 s)
 # e.g.   git worktree add /tmp/old <commit> && (cd /tmp/old && scripts/build.sh)
 #        scripts/check-identical.sh /tmp/old/build/tessel build/tessel
@@ -39,7 +39,7 @@ for r in "${runs[@]}"; do
   for side in old new; do
     bin=$OLD; [[ $side == new ]] && bin=$NEW
     # shellcheck disable=SC2086
-    "$bin" simulate $args --event-log "$OUT/$name.$side.log" --json 2>/dev/null | grep -v sim_wall_time >"$OUT/$name.$side.json"
+    "$bin" simulate $args --event-log "$OUT/$name.$side.log" --json 2>/dev/null | grep -v -E "sim_wall_time|decision_(p50|p99|max)_ms" >"$OUT/$name.$side.json"
   done
   for kind in log json; do
     if ! cmp -s "$OUT/$name.old.$kind" "$OUT/$name.new.$kind"; then

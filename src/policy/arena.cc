@@ -120,13 +120,21 @@ class ArenaPolicy : public Policy {
     // and the belief: kept across decisions (GridsOf).
     const bool keep_grids = !(p_.network && cluster.num_racks() > 1);
     for (const JobView* job : snap.jobs) {
-      const std::vector<Grid>& grids = GridsOf(*job, snap, load, keep_grids);
-      const double ckpt_bytes = CheckpointBytes(*job);
+      const JobGrids& jg = GridsOf(*job, snap, load, keep_grids);
+      const std::vector<Grid>& grids = jg.grids;
       if (grids.empty()) {
         reject.reject.push_back({job->index, NeverRunsReason(*job, snap, std::max(1, job->spec->requested_gpus))});
         continue;
       }
-      const Grid* ref = &grids[ReferenceGrid(*job, grids, cluster)];
+      const Grid* ref = &grids[jg.ref];
+      // What a restart on grid i costs (RestartDelay): the search alone
+      // for a job that never ran, else saving its checkpoint where it runs,
+      // loading it on the grid's nodes, the overhead and the search.
+      const bool started = job->started();
+      const double save = job->alloc.empty() ? 0.0 : CheckpointS(jg.ckpt_bytes, job->alloc.nodes());
+      auto restart = [&](size_t i) {
+        return started ? save + jg.ckpt_s[i] + p_.restart_overhead_s + jg.search_s[i] : jg.search_s[i];
+      };
       double left = std::max(0.0, job->remaining_iterations());
       double t_ref = std::max(1.0, left * ref->iter_s);
       double age = std::max(0.0, ToSeconds(snap.now - job->spec->submit));
@@ -138,9 +146,10 @@ class ArenaPolicy : public Policy {
       if (p_.deadline && job->spec->deadline) {
         to_deadline = ToSeconds(*job->spec->deadline - snap.now);
         double fastest = std::numeric_limits<double>::infinity();
-        for (const Grid& g : grids) {
+        for (size_t i = 0; i < grids.size(); ++i) {
+          const Grid& g = grids[i];
           bool current = !job->alloc.empty() && job->alloc.type == g.type && job->alloc.gpus() == g.gpus;
-          fastest = std::min(fastest, left * g.iter_s + (current ? 0.0 : RestartDelay(*job, g, ckpt_bytes)));
+          fastest = std::min(fastest, left * g.iter_s + (current ? 0.0 : restart(i)));
         }
         if (to_deadline > 0 && fastest <= to_deadline) risk = fastest / to_deadline;
       }
@@ -162,9 +171,9 @@ class ArenaPolicy : public Policy {
           const Grid& g = grids[gi];
           bool current = cur_type == t && cur_gpus == g.gpus;
           double time = left * g.iter_s;
-          double delay = current ? 0.0 : p_.restart_penalty * RestartDelay(*job, g, ckpt_bytes);
-          double value = weight * (g.rate / ref->rate) * (time / std::max(1e-9, time + delay));
-          if (risk > 0 && time + (current ? 0.0 : RestartDelay(*job, g, ckpt_bytes)) <= to_deadline) {
+          double delay = current ? 0.0 : p_.restart_penalty * restart(gi);
+          double value = weight * jg.rate_ratio[gi] * (time / std::max(1e-9, time + delay));
+          if (risk > 0 && time + (current ? 0.0 : restart(gi)) <= to_deadline) {
             value *= 1 + p_.deadline_weight * risk;
           }
           if (tc.points.back().gpus == g.gpus) {
@@ -412,14 +421,28 @@ class ArenaPolicy : public Policy {
 
   double CheckpointS(double bytes, int nodes) const { return bytes / (p_.storage_gbs * 1e9 * std::max(1, nodes)); }
 
-  // What moving `job` (whose checkpoint is `ckpt_bytes`) to `g` costs
-  // before it progresses again.
-  double RestartDelay(const JobView& job, const Grid& g, double ckpt_bytes) const {
-    double search = p_.full_search ? std::min(p_.full_search_cap_s, p_.full_search_s_per_gpu * g.gpus)
-                                   : std::min(p_.search_cap_s, p_.search_s_per_gpu * g.gpus);
-    if (!job.started()) return search;
-    double save = job.alloc.empty() ? 0.0 : CheckpointS(ckpt_bytes, job.alloc.nodes());
-    return save + CheckpointS(ckpt_bytes, g.nodes) + p_.restart_overhead_s + search;
+  // A job's grids and what a decision derives from them alone: the
+  // reference grid, each grid's rate relative to it, and the parts of a
+  // restart onto it (loading the checkpoint on its nodes, the plan search).
+  struct JobGrids {
+    std::vector<Grid> grids;
+    size_t ref = 0;
+    double ckpt_bytes = 0;
+    std::vector<double> rate_ratio, ckpt_s, search_s;
+  };
+
+  void Derive(const JobView& job, const Cluster& cluster, JobGrids& jg) {
+    jg.ref = ReferenceGrid(job, jg.grids, cluster);
+    jg.ckpt_bytes = CheckpointBytes(job);
+    jg.rate_ratio.clear();
+    jg.ckpt_s.clear();
+    jg.search_s.clear();
+    for (const Grid& g : jg.grids) {
+      jg.rate_ratio.push_back(g.rate / jg.grids[jg.ref].rate);
+      jg.ckpt_s.push_back(CheckpointS(jg.ckpt_bytes, g.nodes));
+      jg.search_s.push_back(p_.full_search ? std::min(p_.full_search_cap_s, p_.full_search_s_per_gpu * g.gpus)
+                                           : std::min(p_.search_cap_s, p_.search_s_per_gpu * g.gpus));
+    }
   }
 
   // The reference grid for a job's weight: its request where it fits,
@@ -434,9 +457,10 @@ class ArenaPolicy : public Policy {
   // The job's grids (Grids): with `keep` (grids priced at full bandwidth),
   // kept from an earlier decision while the job's spec, the cluster and the
   // belief (its version) are the same; otherwise computed for this one.
-  const std::vector<Grid>& GridsOf(const JobView& job, const Snapshot& snap, const NetworkLoad& load, bool keep) {
+  const JobGrids& GridsOf(const JobView& job, const Snapshot& snap, const NetworkLoad& load, bool keep) {
     if (!keep) {
-      scratch_grids_ = Grids(job, snap, load);
+      scratch_grids_.grids = Grids(job, snap, load);
+      Derive(job, *snap.cluster, scratch_grids_);
       return scratch_grids_;
     }
     KeptGrids& k = grid_cache_[job.index];
@@ -444,7 +468,13 @@ class ArenaPolicy : public Policy {
     const uint64_t version = snap.belief->version();
     if (k.spec != job.spec || k.cluster != snap.cluster || k.belief != snap.belief || k.version != version ||
         k.rigid != rigid) {
-      k = KeptGrids{job.spec, snap.cluster, snap.belief, version, rigid, Grids(job, snap, load), 0};
+      k.spec = job.spec;
+      k.cluster = snap.cluster;
+      k.belief = snap.belief;
+      k.version = version;
+      k.rigid = rigid;
+      k.grids.grids = Grids(job, snap, load);
+      Derive(job, *snap.cluster, k.grids);
     }
     k.used = decision_;
     return k.grids;
@@ -516,11 +546,11 @@ class ArenaPolicy : public Policy {
     const ThroughputModel* belief = nullptr;
     uint64_t version = 0;
     bool rigid = false;
-    std::vector<Grid> grids;
+    JobGrids grids;
     uint64_t used = 0;  // the decision that last used them
   };
   std::unordered_map<int, KeptGrids> grid_cache_;
-  std::vector<Grid> scratch_grids_;
+  JobGrids scratch_grids_;
   std::vector<JobCurves> curves_;  // buffers reused by each decision
   uint64_t decision_ = 0;
   int64_t admitted_ = 0;

@@ -89,8 +89,11 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(std::span<const JobCurves> j
       if (s.to >= 0) first.push_back(s);
     }
     first_end[j] = static_cast<int>(first.size());
-    // Best first in heap order (the max-heap's operator<).
-    std::sort(first.begin() + first_begin[j], first.end(), [](const Step& a, const Step& b) { return b < a; });
+    // Best first in heap order (the max-heap's operator<); a job has a few
+    // types, so an insertion sort.
+    for (int k = first_begin[j] + 1; k < first_end[j]; ++k) {
+      for (int m = k; m > first_begin[j] && first[m - 1] < first[m]; --m) std::swap(first[m - 1], first[m]);
+    }
     for (int k = first_begin[j]; k < first_end[j]; ++k) first[k].rank = k - first_begin[j];
     if (first_end[j] > first_begin[j]) heap.push_back(first[first_begin[j]]);
   }
@@ -137,6 +140,7 @@ std::vector<GoodputGrant> AllocateByMarginalUtility(std::span<const JobCurves> j
     }
   }
   std::vector<GoodputGrant> out;
+  out.reserve(n);
   for (int j = 0; j < n; ++j) {
     if (locked[j] < 0) continue;
     const TypeCurve& tc = jobs[j].types[locked[j]];
