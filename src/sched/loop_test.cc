@@ -271,6 +271,29 @@ TEST(SchedulerLoop, QuiescentBackendEndsAnEventPolicyAtOnceAndARoundPolicyAfterI
   }
 }
 
+// A decision that only releases GPUs (suspends a running job) and leaves
+// the backend quiescent did not see the state it made: the policy decides
+// once more at the same instant before the loop may stop. A decision that
+// changes nothing does not.
+TEST(SchedulerLoop, QuiescentAfterReleasingGpusDecidesOnceMoreAtTheSameInstant) {
+  for (bool releases : {true, false}) {
+    PolicyFixture f("demo");
+    JobView& a = f.AddJob(MakeJob("a").Gpus(8));
+    f.Run(a, f.Place(f.Type("a100-80g"), 8));
+    ScriptedBackend backend(f);
+    backend.script[Seconds(10)] = {true, true};
+    backend.quiescent = true;
+    RecordingPolicy policy(/*rounds=*/false);
+    if (releases) policy.next.assign = {{a.index, Allocation{}}};
+    ManualClock clock;
+    SchedulerLoop loop(policy, backend, clock, LoopConfig{});
+    ASSERT_TRUE(loop.Run().ok());
+    std::vector<std::pair<SimTime, bool>> once = {{Seconds(10), false}};
+    std::vector<std::pair<SimTime, bool>> twice = {{Seconds(10), false}, {Seconds(10), false}};
+    EXPECT_EQ(policy.calls, releases ? twice : once) << "releases=" << releases;
+  }
+}
+
 TEST(SchedulerLoop, StopAndPokeFromOutside) {
   PolicyFixture f("demo");
   f.AddJob(MakeJob("a"));
