@@ -114,7 +114,7 @@ class ArenaPolicy : public Policy {
     // The jobs' curves, built in place over the buffers of earlier
     // decisions (the first `num_curves` of curves_ are this decision's).
     size_t num_curves = 0;
-    std::vector<std::pair<double, JobCurves>> ranked;  // for the priority order
+    std::vector<std::pair<double, int>> ranked;  // (weight, curve) for the priority order
     ++decision_;
     // Grids priced at full bandwidth depend only on the job, the cluster
     // and the belief: kept across decisions (GridsOf).
@@ -186,11 +186,8 @@ class ArenaPolicy : public Policy {
       }
       jc.types.resize(used);
       if (used == 0) continue;
-      if (p_.backfill && p_.marginal) {
-        ++num_curves;
-      } else {
-        ranked.push_back({weight, jc});
-      }
+      if (!(p_.backfill && p_.marginal)) ranked.push_back({weight, static_cast<int>(num_curves)});
+      ++num_curves;
     }
     const std::span<const JobCurves> curves(curves_.data(), num_curves);
     if (grid_cache_.size() > 2 * snap.jobs.size() + 256) {
@@ -207,7 +204,7 @@ class ArenaPolicy : public Policy {
       // on each, the other type's small grids were worth more per GPU).
       ImproveBySingleMoves(curves, capacity, grants);
     } else {
-      grants = InPriorityOrder(std::move(ranked), capacity, /*block=*/!p_.backfill);
+      grants = InPriorityOrder(curves, std::move(ranked), capacity, /*block=*/!p_.backfill);
     }
     // A rejected job holds no GPUs (a job fits nowhere only if it never
     // fitted, so it was never placed), so PlaceGrants never names it.
@@ -486,12 +483,14 @@ class ArenaPolicy : public Policy {
   // for which nothing fits is skipped (backfill: later jobs use what is
   // left). For arena-no-backfill, a waiting job that cannot get its request
   // blocks every waiting job behind it.
-  static std::vector<GoodputGrant> InPriorityOrder(std::vector<std::pair<double, JobCurves>> ranked,
-                                                   std::vector<int> capacity, bool block) {
+  static std::vector<GoodputGrant> InPriorityOrder(std::span<const JobCurves> curves,
+                                                   std::vector<std::pair<double, int>> ranked, std::vector<int> capacity,
+                                                   bool block) {
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<GoodputGrant> out;
     bool blocked = false;
-    for (const auto& [w, jc] : ranked) {
+    for (const auto& [w, c] : ranked) {
+      const JobCurves& jc = curves[c];
       int smallest = std::numeric_limits<int>::max(), largest = 0;
       for (const TypeCurve& tc : jc.types) {
         smallest = std::min(smallest, tc.points[1].gpus);
@@ -528,7 +527,7 @@ class ArenaPolicy : public Policy {
       int type = full != nullptr ? full_type : shrunk_type;
       if (pick == nullptr) continue;
       capacity[type] -= pick->gpus;
-      out.push_back({jc.job, type, pick->gpus});
+      out.push_back({jc.job, type, pick->gpus, 0, c});
     }
     return out;
   }
