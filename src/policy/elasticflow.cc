@@ -6,11 +6,13 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <span>
 #include <tuple>
 
 #include "core/sim_time.h"
 #include "core/strings.h"
 #include "policy/placement.h"
+#include "policy/priority_alloc.h"
 
 namespace tessel {
 namespace {
@@ -116,30 +118,48 @@ class ElasticFlowPolicy : public BaselinePolicy {
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
-    const Cluster& cluster = *snap.cluster;
     const int n = static_cast<int>(snap.jobs.size());
-    const int num_types = static_cast<int>(cluster.types().size());
+    const int num_types = static_cast<int>(snap.cluster->types().size());
+    facts_.Begin(snap);
+    std::vector<Facts*> facts(n);
+    for (int i = 0; i < n; ++i) {
+      const JobView& job = *snap.jobs[i];
+      facts[i] = &facts_.At(i);
+      if (!facts[i]->seen) {
+        facts[i]->submit = job.spec->submit;
+        facts[i]->has_deadline = job.spec->deadline.has_value();
+        facts[i]->seen = true;
+      }
+    }
 
-    // GPUs to hand out per type: free ones and those jobs hold.
+    // GPUs to hand out per type: free ones and those jobs hold. `free` is
+    // also step 3's scratch copy.
+    FreeMap free(snap);
     std::vector<int> left(num_types, 0);
-    for (const ClusterNode& node : cluster.nodes()) left[node.type] += snap.free_gpus[node.id];
+    for (int t = 0; t < num_types; ++t) left[t] = free.free_of_type(t);
     for (const JobView* job : snap.jobs) {
       if (!job->alloc.empty()) left[job->alloc.type] += job->alloc.gpus();
     }
 
-    std::vector<std::vector<int>> sizes(n);
+    // A job's sizes on its type, ascending: views of `facts`, or of
+    // `own_size` for a job kept at the size it holds.
+    std::vector<std::span<const int>> sizes(n);
+    std::vector<int> own_size(n, 0);
     std::vector<int> type(n, -1), step(n, -1);  // step: index into sizes, -1 = nothing
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return std::tie(snap.jobs[a]->spec->submit, snap.jobs[a]->index) <
-             std::tie(snap.jobs[b]->spec->submit, snap.jobs[b]->index);
-    });
+    auto by_submit = [&](int a, int b) {
+      return std::tie(facts[a]->submit, snap.jobs[a]->index) < std::tie(facts[b]->submit, snap.jobs[b]->index);
+    };
+    // Snapshots list jobs in submit order, so this rarely sorts.
+    if (!std::is_sorted(order.begin(), order.end(), by_submit)) {
+      std::stable_sort(order.begin(), order.end(), by_submit);
+    }
 
     // 0. Admission control and minimum satisfactory shares of the jobs with
     // deadlines (their share now; -1: planned nowhere, best-effort below).
     std::vector<int> share(n, -1);
-    if (admission_) Admit(snap, order, left, sizes, type, share, d);
+    if (admission_) Admit(snap, order, left, facts, sizes, type, share, d);
 
     // 1. Shares: admitted jobs their minimum satisfactory share now; then
     // in submit order every other job (best-effort, late, or admitted but
@@ -159,16 +179,17 @@ class ElasticFlowPolicy : public BaselinePolicy {
         }
         continue;
       }
-      sizes[i] = Sizes(*job.spec);
-      const int smallest = sizes[i].front();
-      std::vector<int> types = TypesAtSmallestFit(job, snap, sizes[i]);
+      const Facts& fit = SmallestFit(*facts[i], job, snap);
+      sizes[i] = fit.sizes;
+      std::span<const int> types = fit.types;
       if (sizes[i].empty()) {
         if (job.alloc.empty()) {
-          d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
+          d.reject.push_back({job.index, NeverRunsReason(job, snap, fit.smallest)});
           continue;
         }
-        sizes[i] = {job.alloc.gpus()};
-        types.push_back(job.alloc.type);
+        own_size[i] = job.alloc.gpus();
+        sizes[i] = std::span<const int>(&own_size[i], 1);
+        types = std::span<const int>(&job.alloc.type, 1);
       }
       const int lo = sizes[i].front();
       int t = -1;
@@ -191,7 +212,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
     std::priority_queue<Offer> offers;
     auto offer = [&](int i) {
       if (step[i] < 0 || step[i] + 1 >= static_cast<int>(sizes[i].size())) return;
-      double gain = Gain(snap, i, type[i], sizes[i][step[i]], sizes[i][step[i] + 1]);
+      double gain = Gain(snap, i, *facts[i], type[i], sizes[i][step[i]], sizes[i][step[i] + 1]);
       if (gain > 0) offers.push({gain, -snap.jobs[i]->index, i});
     };
     for (int i = 0; i < n; ++i) offer(i);
@@ -207,7 +228,6 @@ class ElasticFlowPolicy : public BaselinePolicy {
 
     // 3. Placement: keep what is unchanged, shrink in place, then place the
     // rest largest first.
-    FreeMap free(snap);
     std::vector<std::optional<Allocation>> placed(n);
     std::vector<int> to_place;
     for (int i = 0; i < n; ++i) {
@@ -269,14 +289,53 @@ class ElasticFlowPolicy : public BaselinePolicy {
   }
 
  private:
+  // What a job's spec comes to on this cluster by the belief (JobFactsCache:
+  // kept across decisions), each part computed when a decision first needs
+  // it, so the belief is asked what it would have been asked anyway.
+  struct Facts {
+    bool seen = false;
+    // Copied from the spec, so a decision reads the spec only of the jobs
+    // it plans.
+    SimTime submit = 0;
+    bool has_deadline = false;
+    bool fit_known = false;
+    std::vector<int> sizes;  // Sizes(), less the leading ones that fit on no type
+    int smallest = 0;        // Sizes().front()
+    std::vector<int> types;  // where sizes.front() fits, fastest first (CandidateTypes)
+    std::vector<std::optional<Levels>> levels;  // per GPU type, LevelsOn
+    // The belief's rates asked so far: (type, GPUs, rate).
+    std::vector<std::tuple<int, int, const JobRate*>> rates;
+  };
+
+  // `facts` with sizes, smallest and types set (TypesAtSmallestFit).
+  static const Facts& SmallestFit(Facts& facts, const JobView& job, const Snapshot& snap) {
+    if (!facts.fit_known) {
+      facts.sizes = Sizes(*job.spec);
+      facts.smallest = facts.sizes.front();
+      facts.types = TypesAtSmallestFit(job, snap, facts.sizes);
+      facts.fit_known = true;
+    }
+    return facts;
+  }
+
+  // The belief's rate of the job on `gpus` GPUs of `type` on the fewest
+  // nodes that hold them (MinNodes), remembered in `facts`.
+  static const JobRate& RateOf(Facts& facts, const Snapshot& snap, const JobSpec& spec, int type, int gpus) {
+    for (const auto& [t, g, rate] : facts.rates) {
+      if (t == type && g == gpus) return *rate;
+    }
+    const JobRate& r = snap.belief->Rate(spec, type, gpus, MinNodes(*snap.cluster, type, gpus));
+    facts.rates.emplace_back(type, gpus, &r);
+    return r;
+  }
+
   // Reduction of job i's remaining time per added GPU when it goes from
   // `from` to `to` GPUs of `type`; counted (1 + hysteresis) times when it
   // already holds `to` GPUs of that type.
-  double Gain(const Snapshot& snap, int i, int type, int from, int to) const {
+  double Gain(const Snapshot& snap, int i, Facts& facts, int type, int from, int to) const {
     const JobView& job = *snap.jobs[i];
-    const Cluster& cluster = *snap.cluster;
-    const JobRate& a = snap.belief->Rate(*job.spec, type, from, MinNodes(cluster, type, from));
-    const JobRate& b = snap.belief->Rate(*job.spec, type, to, MinNodes(cluster, type, to));
+    const JobRate& a = RateOf(facts, snap, *job.spec, type, from);
+    const JobRate& b = RateOf(facts, snap, *job.spec, type, to);
     if (!a.fits || !b.fits) return 0;
     double gain = job.remaining_iterations() * (a.iteration_time_s - b.iteration_time_s) / (to - from);
     if (!job.alloc.empty() && job.alloc.type == type && job.alloc.gpus() >= to) gain *= 1 + hysteresis_;
@@ -286,17 +345,20 @@ class ElasticFlowPolicy : public BaselinePolicy {
   static constexpr int kRejected = -2;  // share[i] of a job refused admission
 
   // The job's sizes on `type` that fit, with their iterations/s.
-  static Levels LevelsOn(const Snapshot& snap, const JobSpec& spec, int type) {
+  static const Levels& LevelsOn(Facts& facts, const Snapshot& snap, const JobSpec& spec, int type) {
+    if (facts.levels.empty()) facts.levels.resize(snap.cluster->types().size());
+    std::optional<Levels>& cached = facts.levels[type];
+    if (cached) return *cached;
     Levels lv;
-    const Cluster& cluster = *snap.cluster;
     for (int g : Sizes(spec)) {
-      if (g > cluster.types()[type].total_gpus) break;
-      const JobRate& r = snap.belief->Rate(spec, type, g, MinNodes(cluster, type, g));
+      if (g > snap.cluster->types()[type].total_gpus) break;
+      const JobRate& r = RateOf(facts, snap, spec, type, g);
       if (!r.fits || !(r.iteration_time_s > 0)) continue;
       lv.gpus.push_back(g);
       lv.rate.push_back(1.0 / r.iteration_time_s);
     }
-    return lv;
+    cached = std::move(lv);
+    return *cached;
   }
 
   // ElasticFlow's admission control (Gu et al. §4.2) per GPU type. The
@@ -309,17 +371,18 @@ class ElasticFlowPolicy : public BaselinePolicy {
   // their deadlines; otherwise it is rejected. Sets type, sizes (the job's
   // sizes on its type) and share (its size now) of admitted jobs.
   void Admit(const Snapshot& snap, const std::vector<int>& order, const std::vector<int>& capacity,
-             std::vector<std::vector<int>>& sizes, std::vector<int>& type, std::vector<int>& share, Decision& d) {
+             const std::vector<Facts*>& facts, std::vector<std::span<const int>>& sizes, std::vector<int>& type,
+             std::vector<int>& share, Decision& d) {
     const int n = static_cast<int>(snap.jobs.size());
     const int num_types = static_cast<int>(capacity.size());
     std::map<int, int> still;  // admitted jobs still active
     std::vector<std::vector<int>> on_type(num_types);  // admitted, not late, EDF
-    std::vector<Levels> levels(n);
+    std::vector<const Levels*> levels(n, nullptr);
     std::vector<double> due(n, 0), work(n, 0);
     std::vector<int> fresh;
     for (int i : order) {
+      if (!facts[i]->has_deadline) continue;
       const JobView& job = *snap.jobs[i];
-      if (!job.spec->deadline) continue;
       due[i] = ToSeconds(*job.spec->deadline - snap.now);
       work[i] = std::max(0.0, job.remaining_iterations());
       auto it = admitted_.find(job.index);
@@ -334,9 +397,9 @@ class ElasticFlowPolicy : public BaselinePolicy {
       }
       still.emplace(job.index, on);
       type[i] = on;
-      levels[i] = LevelsOn(snap, *job.spec, type[i]);
-      sizes[i] = levels[i].gpus;
-      if (!levels[i].gpus.empty()) on_type[type[i]].push_back(i);
+      levels[i] = &LevelsOn(*facts[i], snap, *job.spec, type[i]);
+      sizes[i] = levels[i]->gpus;
+      if (!levels[i]->gpus.empty()) on_type[type[i]].push_back(i);
     }
     admitted_ = std::move(still);
     auto edf = [&](std::vector<int>& v) {
@@ -352,7 +415,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
       FreeProfile f(capacity[t]);
       std::vector<std::pair<int, int>> out;
       for (int i : jobs) {
-        std::optional<int> now = MinSatisfactoryShare(levels[i], work[i], due[i], f);
+        std::optional<int> now = MinSatisfactoryShare(*levels[i], work[i], due[i], f);
         if (now) {
           out.push_back({i, *now});
         } else if (late != nullptr) {
@@ -373,21 +436,20 @@ class ElasticFlowPolicy : public BaselinePolicy {
     for (int i : fresh) {
       const JobView& job = *snap.jobs[i];
       // A job that fits nowhere is rejected as never running.
-      std::vector<int> sz = Sizes(*job.spec);
-      const int smallest = sz.front();
-      const std::vector<int> types = TypesAtSmallestFit(job, snap, sz);
+      const Facts& fit = SmallestFit(*facts[i], job, snap);
+      const std::vector<int>& types = fit.types;
       if (types.empty()) {
-        d.reject.push_back({job.index, NeverRunsReason(job, snap, smallest)});
+        d.reject.push_back({job.index, NeverRunsReason(job, snap, fit.smallest)});
         share[i] = kRejected;
         continue;
       }
       bool admitted = false;
       int first_fit = -1;  // its first type where some size fits
       for (int t : types) {
-        Levels lv = LevelsOn(snap, *job.spec, t);
+        const Levels& lv = LevelsOn(*facts[i], snap, *job.spec, t);
         if (lv.gpus.empty()) continue;
         if (first_fit < 0) first_fit = t;
-        levels[i] = std::move(lv);
+        levels[i] = &lv;
         std::vector<int> trial = on_type[t];
         trial.push_back(i);
         edf(trial);
@@ -397,7 +459,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
         shares[t] = std::move(*planned);
         admitted_.emplace(job.index, t);
         type[i] = t;
-        sizes[i] = levels[i].gpus;
+        sizes[i] = levels[i]->gpus;
         admitted = true;
         break;
       }
@@ -406,7 +468,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
         if (first_fit >= 0) {
           admitted_.emplace(job.index, first_fit);
           type[i] = first_fit;
-          sizes[i] = LevelsOn(snap, *job.spec, first_fit).gpus;
+          sizes[i] = LevelsOn(*facts[i], snap, *job.spec, first_fit).gpus;
         }
       } else if (!admitted) {
         d.reject.push_back({job.index, "deadline cannot be met on the GPUs left (ElasticFlow admission control: " +
@@ -422,6 +484,7 @@ class ElasticFlowPolicy : public BaselinePolicy {
   double hysteresis_;
   bool admission_;
   std::map<int, int> admitted_;  // job index -> the GPU type it was admitted on
+  JobFactsCache<Facts> facts_;
 };
 
 }  // namespace

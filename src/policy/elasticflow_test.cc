@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "policy/corrected_throughput.h"
 #include "policy/policy_test_util.h"
 
 namespace tessel {
@@ -234,5 +235,27 @@ TEST(ElasticFlowAdmission, JobsThatAlreadyRanAreNeverRefused) {
   ASSERT_EQ(d.assign.size(), 1u);  // the running one keeps its GPUs; the other gets the 2 left
   EXPECT_EQ(d.assign[0].first, 1);
 }
+// The policy keeps each job's sizes and GPU types (fastest first) between
+// decisions; a belief corrected in between (the daemon's measured step
+// times) is seen at once. With as many GPUs left on both types, a job that
+// names none goes to the fastest.
+TEST(ElasticFlowTest, SeesACorrectedBeliefAtTheNextDecision) {
+  std::string path = ::tessel::testing::ProcessTempDir() + "/elasticflow_two_types.yaml";
+  std::ofstream(path) << "name: elasticflow-two-types\npools:\n"
+                         "  - {name: a100, gpu: a100-80g, nodes: 1, gpus_per_node: 4, intra: nvswitch}\n"
+                         "  - {name: v100, gpu: v100-32g, nodes: 1, gpus_per_node: 4}\n";
+  PolicyFixture f(path);
+  int a100 = f.Type("a100-80g");
+  f.AddJob(MakeJob("a").Gpus(4));
+  CorrectedThroughput belief(f.belief());
+  Snapshot s = f.Snap(0);
+  s.belief = &belief;
+  auto policy = ElasticFlow();
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
+  belief.SetFactor("a", a100, 100);  // measured far slower on the A100s than believed
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=v100-32g x4 on n1:4");
+}
+
 }  // namespace
 }  // namespace tessel

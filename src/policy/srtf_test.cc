@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "policy/corrected_throughput.h"
 #include "policy/policy_test_util.h"
 
 namespace tessel {
@@ -101,6 +102,23 @@ TEST(SrtfTest, SameSnapshotSameDecision) {
   // d (shortest) takes the free pair on n0, b the free node n1; c cannot
   // displace enough (a holds only 2 GPUs) and waits.
   EXPECT_EQ(Show(d1, f.cluster()), "j1=a100-80g x4 on n1:4; j3=a100-80g x2 on n0:2");
+}
+
+// The policy keeps what it learnt about jobs between decisions; a belief
+// corrected in between (the daemon's measured step times) is seen at once.
+TEST(SrtfTest, SeesACorrectedBeliefAtTheNextDecision) {
+  PolicyFixture f(TwoByFour());
+  int a100 = f.Type("a100-80g");
+  f.AddJob(MakeJob("a").Gpus(8).Iterations(100));
+  f.AddJob(MakeJob("b").Gpus(8).Iterations(200));
+  CorrectedThroughput belief(f.belief());
+  Snapshot s = f.Snap(0);
+  s.belief = &belief;
+  auto policy = Srtf();
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
+  belief.SetFactor("a", a100, 10);  // a measured 10x slower: b is the shorter now
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j1=a100-80g x8 on n0:4,n1:4");
 }
 
 TEST(SrtfTest, RejectsJobThatFitsNowhere) {

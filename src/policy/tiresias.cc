@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <tuple>
 
 #include "core/strings.h"
@@ -27,31 +29,52 @@ class TiresiasPolicy : public BaselinePolicy {
     // As the Pollux artifact's Tiresias: decide only every round.
     if (rounds_only_ && !snap.at_round) return {};
     Decision d;
+    types_.Begin(snap);
     struct Ranked {
       int queue;
       bool waiting;
       SimTime submit;
+      int index;
       PriorityEntry entry;
     };
     std::vector<Ranked> ranked;
     ranked.reserve(snap.jobs.size());
-    for (const JobView* job : snap.jobs) {
+    for (size_t position = 0; position < snap.jobs.size(); ++position) {
+      const JobView* job = snap.jobs[position];
       const JobSpec& spec = *job->spec;
-      std::optional<std::vector<int>> types = PriorityTypesOrReject(*job, snap, d);
+      CachedTypes& candidates = types_.At(position);
+      if (!candidates.known) {
+        candidates.types = CandidateTypes(*job, snap);
+        candidates.known = true;
+      }
+      std::optional<std::span<const int>> types = PriorityTypesOrReject(*job, candidates.types, snap, d);
       if (!types) continue;
       Service s = ServiceOf(*job, snap);
       int queue = QueueOf(s.service);
       SimTime wake = NextChange(*job, snap, s, queue);
       d.wake_at = std::min(d.wake_at, wake);
-      ranked.push_back({queue, job->alloc.empty(), spec.submit, {job, spec.requested_gpus, std::move(*types)}});
+      ranked.push_back({queue, job->alloc.empty(), spec.submit, job->index, {job, spec.requested_gpus, *types}});
     }
-    std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      return std::tie(a.queue, a.waiting, a.submit, a.entry.job->index) <
-             std::tie(b.queue, b.waiting, b.submit, b.entry.job->index);
+    // Priority order: (queue, waiting, submit, index), a total order.
+    // Snapshots list jobs by submit, so ranked usually is in (submit, index)
+    // order already and a counting sort on (queue, waiting) that keeps it
+    // gives the same order.
+    std::vector<PriorityEntry> order(ranked.size());
+    const bool by_submit = std::is_sorted(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+      return std::tie(a.submit, a.index) < std::tie(b.submit, b.index);
     });
-    std::vector<PriorityEntry> order;
-    order.reserve(ranked.size());
-    for (Ranked& r : ranked) order.push_back(std::move(r.entry));
+    if (by_submit) {
+      auto bucket = [](const Ranked& r) { return 2 * r.queue + (r.waiting ? 1 : 0); };
+      std::vector<int> next(2 * (thresholds_.size() + 1) + 1, 0);  // first position per bucket
+      for (const Ranked& r : ranked) ++next[bucket(r) + 1];
+      for (size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
+      for (const Ranked& r : ranked) order[next[bucket(r)]++] = r.entry;
+    } else {
+      std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+        return std::tie(a.queue, a.waiting, a.submit, a.index) < std::tie(b.queue, b.waiting, b.submit, b.index);
+      });
+      for (size_t k = 0; k < ranked.size(); ++k) order[k] = ranked[k].entry;
+    }
     AllocateByPriority(snap, order, d);
     return d;
   }
@@ -115,9 +138,16 @@ class TiresiasPolicy : public BaselinePolicy {
     return snap.now + std::max<SimTime>(1, SecondsCeil(starvation_ * s.run_s - s.waited_s));
   }
 
+  // A job's CandidateTypes at its requested GPU count.
+  struct CachedTypes {
+    bool known = false;
+    std::vector<int> types;
+  };
+
   std::vector<double> thresholds_;  // ascending GPU-seconds, K - 1 of them
   double starvation_;
   bool rounds_only_;
+  JobFactsCache<CachedTypes> types_;
 };
 
 Result<std::vector<double>> ParseThresholds(const std::string& text, int queues) {

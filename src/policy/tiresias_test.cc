@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "policy/corrected_throughput.h"
 #include "policy/policy_test_util.h"
 
 namespace tessel {
@@ -17,6 +18,15 @@ std::string TwoByFour() {
   std::string path = ::tessel::testing::ProcessTempDir() + "/tiresias_2x4.yaml";
   std::ofstream(path) << "name: tiresias-2x4\npools:\n"
                          "  - {name: a100, gpu: a100-80g, nodes: 2, gpus_per_node: 4, intra: nvswitch}\n";
+  return path;
+}
+
+// One node of four A100s (n0) and one of four V100s (n1).
+std::string TwoTypes() {
+  std::string path = ::tessel::testing::ProcessTempDir() + "/tiresias_two_types.yaml";
+  std::ofstream(path) << "name: tiresias-two-types\npools:\n"
+                         "  - {name: a100, gpu: a100-80g, nodes: 1, gpus_per_node: 4, intra: nvswitch}\n"
+                         "  - {name: v100, gpu: v100-32g, nodes: 1, gpus_per_node: 4}\n";
   return path;
 }
 
@@ -172,6 +182,23 @@ TEST(TiresiasTest, RejectsJobThatFitsNowhere) {
   EXPECT_EQ(d.reject[0].first, 0);
   EXPECT_EQ(d.reject[0].second, "needs 9 GPUs; the largest GPU type in the cluster has 8");
   EXPECT_EQ(Show(d, f.cluster()), "j1=a100-80g x2 on n0:2");
+}
+
+// The policy keeps each job's GPU types (fastest first) between decisions;
+// a belief corrected in between (the daemon's measured step times) is seen
+// at once.
+TEST(TiresiasTest, SeesACorrectedBeliefAtTheNextDecision) {
+  PolicyFixture f(TwoTypes());
+  int a100 = f.Type("a100-80g");
+  f.AddJob(MakeJob("a").Gpus(4));
+  CorrectedThroughput belief(f.belief());
+  Snapshot s = f.Snap(0);
+  s.belief = &belief;
+  auto policy = Tiresias();
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
+  belief.SetFactor("a", a100, 100);  // measured far slower on the A100s than believed
+  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=v100-32g x4 on n1:4");
 }
 
 }  // namespace
