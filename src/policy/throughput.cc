@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -31,12 +33,32 @@ struct RateKey {
   }
   bool operator==(const RateKey& o) const = default;
 };
+// A RateKey to look up without copying the model's name.
+struct RateKeyView {
+  std::string_view model;
+  int batch, type, gpus, nodes;
+  int share64 = 64;
+};
 struct RateKeyHash {
-  size_t operator()(const RateKey& k) const {
-    size_t h = std::hash<std::string>()(k.model);
-    for (int v : {k.batch, k.type, k.gpus, k.nodes, k.share64}) h = h * 1000003u ^ static_cast<size_t>(v);
+  using is_transparent = void;
+  size_t operator()(const RateKey& k) const { return Hash(k.model, {k.batch, k.type, k.gpus, k.nodes, k.share64}); }
+  size_t operator()(const RateKeyView& k) const {
+    return Hash(k.model, {k.batch, k.type, k.gpus, k.nodes, k.share64});
+  }
+  static size_t Hash(std::string_view model, std::initializer_list<int> values) {
+    size_t h = std::hash<std::string_view>()(model);
+    for (int v : values) h = h * 1000003u ^ static_cast<size_t>(v);
     return h;
   }
+};
+struct RateKeyEqual {
+  using is_transparent = void;
+  bool operator()(const RateKey& a, const RateKey& b) const { return a == b; }
+  bool operator()(const RateKeyView& a, const RateKey& b) const {
+    return a.model == b.model && a.batch == b.batch && a.type == b.type && a.gpus == b.gpus && a.nodes == b.nodes &&
+           a.share64 == b.share64;
+  }
+  bool operator()(const RateKey& a, const RateKeyView& b) const { return (*this)(b, a); }
 };
 
 // The precision a job trains in on `gpu`: the model's own, or fp16 where
@@ -53,7 +75,7 @@ struct EstimatorThroughput::Impl {
   PlanMode mode;
   PerfParams params;
   Estimator estimator{params};
-  std::unordered_map<RateKey, JobRate, RateKeyHash> cache;  // nodes: answers stay put
+  std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
 
   Impl(const Cluster& c, PlanMode m, PerfParams p) : cluster(c), mode(m), params(std::move(p)) {}
@@ -206,10 +228,10 @@ EstimatorThroughput::EstimatorThroughput(const Cluster& cluster, PlanMode mode, 
 EstimatorThroughput::~EstimatorThroughput() = default;
 
 const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus, int nodes) {
-  RateKey key{job.model, job.global_batch, type, gpus, nodes};
-  auto it = impl_->cache.find(key);
+  auto it = impl_->cache.find(RateKeyView{job.model, job.global_batch, type, gpus, nodes});
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
+  RateKey key{job.model, job.global_batch, type, gpus, nodes};
   return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes)).first->second;
 }
 
@@ -217,10 +239,10 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
                                                double network_share) {
   int share64 = std::clamp(static_cast<int>(std::lround(network_share * 64)), 1, 64);
   if (share64 == 64 || nodes <= 1) return Rate(job, type, gpus, nodes);
-  RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
-  auto it = impl_->cache.find(key);
+  auto it = impl_->cache.find(RateKeyView{job.model, job.global_batch, type, gpus, nodes, share64});
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
+  RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
   return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes, share64 / 64.0)).first->second;
 }
 
