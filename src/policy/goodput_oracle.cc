@@ -7,8 +7,40 @@
 
 namespace tessel {
 
-GoodputOracle::GoodputOracle(const Snapshot& snapshot, bool type_aware)
-    : snap_(snapshot), type_aware_(type_aware) {}
+void GoodputCache::Begin(const Snapshot& snap, bool type_aware) {
+  const uint64_t version = snap.belief->version();
+  if (snap.cluster != cluster_ || snap.belief != belief_ || version != version_ || type_aware != type_aware_) {
+    jobs_.clear();
+    cluster_ = snap.cluster;
+    belief_ = snap.belief;
+    version_ = version;
+    type_aware_ = type_aware;
+    return;
+  }
+  // Drop finished jobs' entries once they outnumber the active jobs.
+  if (jobs_.size() <= 2 * snap.jobs.size() + 64) return;
+  std::unordered_map<int, JobEntry> kept;
+  kept.reserve(snap.jobs.size());
+  for (const JobView* job : snap.jobs) {
+    auto it = jobs_.find(job->index);
+    if (it != jobs_.end() && it->second.spec == job->spec) kept.insert(std::move(*it));
+  }
+  jobs_ = std::move(kept);
+}
+
+GoodputCache::JobEntry& GoodputCache::Entry(const JobView& job) {
+  JobEntry& e = jobs_[job.index];
+  if (e.spec != job.spec) {
+    e.answers.clear();
+    e.spec = job.spec;
+  }
+  return e;
+}
+
+GoodputOracle::GoodputOracle(const Snapshot& snapshot, bool type_aware, GoodputCache* cache)
+    : snap_(snapshot), type_aware_(type_aware), cache_(cache) {
+  if (cache_ != nullptr) cache_->Begin(snap_, type_aware_);
+}
 
 int GoodputOracle::HomeType(const JobView& job) const {
   if (!job.alloc.empty()) return job.alloc.type;
@@ -85,11 +117,41 @@ double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int
   return Evaluate(r, *own, gpus, nodes);
 }
 
+double GoodputOracle::BeliefGoodput(const JobView& job, int home, int type, int gpus, int nodes) {
+  const JobRate& rate =
+      snap_.belief->Rate(*job.spec, home, gpus, type_aware_ ? nodes : MinNodes(*snap_.cluster, home, gpus));
+  double g = rate.fits ? rate.samples_per_s : 0.0;
+  // Pollux's view cannot tell types apart, but a job must still fit
+  // where it is put.
+  if (!type_aware_ && g > 0 && home != type && !snap_.belief->Rate(*job.spec, type, gpus, nodes).fits) g = 0;
+  return g;
+}
+
 double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes) {
   if (gpus <= 0) return 0.0;
   // Type-blind, an agent job's goodput is its home type's: ask (and
   // memoise) it once, not once per type.
   if (!type_aware_ && job.agent != nullptr) type = HomeType(job);
+  if (job.agent == nullptr && cache_ != nullptr) {
+    const int home = type_aware_ ? type : HomeType(job);
+    // Key: home type (8 bits), type (8), GPUs (24), nodes (24); larger
+    // questions skip the cache.
+    if (home < 256 && type < 256 && gpus < (1 << 24) && nodes < (1 << 24)) {
+      if (&job != last_job_) {
+        last_job_ = &job;
+        last_entry_ = &cache_->Entry(job);
+      }
+      const uint64_t key = (static_cast<uint64_t>(home) << 56) | (static_cast<uint64_t>(type) << 48) |
+                           (static_cast<uint64_t>(gpus) << 24) | static_cast<uint64_t>(nodes);
+      auto& answers = last_entry_->answers;
+      auto it = std::lower_bound(answers.begin(), answers.end(), key,
+                                 [](const std::pair<uint64_t, double>& a, uint64_t k) { return a.first < k; });
+      if (it != answers.end() && it->first == key) return it->second;
+      double g = BeliefGoodput(job, home, type, gpus, nodes);
+      answers.insert(it, {key, g});
+      return g;
+    }
+  }
   // Key: job (32 bits), type (8), GPUs (12), nodes (12); larger questions skip the memo.
   const bool memo = type < 256 && gpus < 4096 && nodes < 4096;
   uint64_t key = (static_cast<uint64_t>(job.index) << 32) | (static_cast<uint64_t>(type) << 24) |
@@ -102,12 +164,7 @@ double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes)
   if (job.agent != nullptr) {
     g = AgentGoodput(job, *job.agent, type, gpus, nodes);
   } else {
-    int t = type_aware_ ? type : HomeType(job);
-    const JobRate& rate = snap_.belief->Rate(*job.spec, t, gpus, type_aware_ ? nodes : MinNodes(*snap_.cluster, t, gpus));
-    g = rate.fits ? rate.samples_per_s : 0.0;
-    // Pollux's view cannot tell types apart, but a job must still fit
-    // where it is put.
-    if (!type_aware_ && g > 0 && t != type && !snap_.belief->Rate(*job.spec, type, gpus, nodes).fits) g = 0;
+    g = BeliefGoodput(job, type_aware_ ? type : HomeType(job), type, gpus, nodes);
   }
   if (memo) memo_.emplace(key, g);
   return g;

@@ -5,15 +5,45 @@
 //  - any other job (no gradient statistics, e.g. the LLM jobs of the Arena
 //    traces): efficiency 1 and the belief's throughput, as the Arena
 //    artifact did for its Sia baseline.
-// Answers are memoised for the oracle's lifetime (one decision).
+// Answers are memoised for the oracle's lifetime (one decision); those of
+// jobs without an agent also across decisions in a GoodputCache, if given.
 #pragma once
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "policy/snapshot.h"
 
 namespace tessel {
+
+// The goodputs of jobs without an agent, kept across decisions: a policy
+// owns one and hands it to each decision's GoodputOracle. Such a job's
+// goodput is a function of its spec, its home type (type-blind view), the
+// cluster and the belief alone, so entries stay valid while the snapshots
+// name the same cluster and belief and the belief's version() is unchanged;
+// the oracle forgets them all otherwise. Agent jobs' goodputs follow their
+// reports, which change: those are kept for one decision only. One cache
+// serves one view (type-aware or not).
+class GoodputCache {
+ private:
+  friend class GoodputOracle;
+  struct JobEntry {
+    const JobSpec* spec = nullptr;
+    std::vector<std::pair<uint64_t, double>> answers;  // by key, ascending
+  };
+  // Readies the cache for a decision on `snap` in the view `type_aware`.
+  void Begin(const Snapshot& snap, bool type_aware);
+  // The entry of `job`, emptied when it held another spec's answers.
+  JobEntry& Entry(const JobView& job);
+
+  const Cluster* cluster_ = nullptr;
+  const ThroughputModel* belief_ = nullptr;
+  uint64_t version_ = 0;
+  bool type_aware_ = false;
+  std::unordered_map<int, JobEntry> jobs_;  // by job index
+};
 
 class GoodputOracle {
  public:
@@ -24,7 +54,9 @@ class GoodputOracle {
   // a type where the job has only its single-GPU profile borrows the
   // scaling of a type where it ran on more GPUs, scaled by the two types'
   // single-GPU goodput ratio (Sia §4.2, bootstrapping).
-  GoodputOracle(const Snapshot& snapshot, bool type_aware);
+  // `cache` (optional, outliving the oracle): answers for jobs without an
+  // agent kept from earlier decisions, and where this one's are kept.
+  GoodputOracle(const Snapshot& snapshot, bool type_aware, GoodputCache* cache = nullptr);
 
   // Goodput (samples/s x statistical efficiency) of `job` on `gpus` GPUs of
   // `type` over `nodes` nodes; 0 when it cannot run there.
@@ -43,10 +75,19 @@ class GoodputOracle {
  private:
   double AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes);
   double Evaluate(const AgentReport& r, const goodput::ThroughputParams& p, int gpus, int nodes) const;
+  // A job without an agent: the belief's samples/s on `gpus` of `home`
+  // (over `nodes`, or the fewest nodes in the type-blind view), 0 when it
+  // does not fit there or, type-blind, not on `type` either.
+  double BeliefGoodput(const JobView& job, int home, int type, int gpus, int nodes);
 
   const Snapshot& snap_;
   bool type_aware_;
   std::unordered_map<uint64_t, double> memo_;
+  GoodputCache* cache_;
+  // The cache's entry of the job asked last (callers ask about one job at
+  // a time); the map keeps entries in place as it grows.
+  const JobView* last_job_ = nullptr;
+  GoodputCache::JobEntry* last_entry_ = nullptr;
 };
 
 }  // namespace tessel

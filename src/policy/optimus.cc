@@ -22,11 +22,13 @@ class OptimusPolicy : public Policy {
 
   Decision Decide(const Snapshot& snap) override {
     if (!snap.at_round) return {};
-    GoodputOracle oracle(snap, /*type_aware=*/false);
+    GoodputOracle oracle(snap, /*type_aware=*/false, &cache_);
     const Cluster& cluster = *snap.cluster;
     const int ntypes = static_cast<int>(cluster.types().size());
     std::vector<int> capacity = UpGpusByType(snap);
-    std::vector<JobCurves> curves;
+    // Each job's curves are built in place in curves_, reusing the vectors
+    // of earlier decisions; `used` of them are this decision's.
+    size_t used = 0;
     for (const JobView* job : snap.jobs) {
       const JobSpec& s = *job->spec;
       int bound = std::min(max_gpus_, std::max(1, s.max_gpus));
@@ -41,14 +43,18 @@ class OptimusPolicy : public Policy {
       // at the initial batch (agent jobs) or iterations at the spec's batch.
       double per_unit = job->agent ? job->agent->limits.init_batch : s.global_batch;
       double work = std::max(0.0, job->remaining_iterations()) * per_unit;
-      JobCurves jc;
+      if (used == curves_.size()) curves_.emplace_back();
+      JobCurves& jc = curves_[used];
       jc.job = job;
+      size_t types = 0;  // jc.types in use
       for (int t = 0; t < ntypes; ++t) {
         if (!s.requested_gpu_type.empty() && cluster.FindType(s.requested_gpu_type) >= 0 &&
             cluster.TypeName(t) != s.requested_gpu_type)
           continue;
-        TypeCurve tc;
+        if (types == jc.types.size()) jc.types.emplace_back();
+        TypeCurve& tc = jc.types[types];
         tc.type = t;
+        tc.points.clear();
         // No GPUs: the remaining time is unbounded; a large finite stand-in
         // keeps the first GPU the most valuable step.
         double none = 1e12;
@@ -58,16 +64,20 @@ class OptimusPolicy : public Policy {
           if (gp <= 0) continue;
           tc.points.push_back({g, -std::min(none, work / gp)});
         }
-        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+        if (tc.points.size() > 1) ++types;
       }
-      if (!jc.types.empty()) curves.push_back(std::move(jc));
+      jc.types.resize(types);
+      if (types > 0) ++used;
     }
-    return PlaceGrants(snap, AllocateByMarginalUtility(curves, capacity));
+    curves_.resize(used);
+    return PlaceGrants(snap, AllocateByMarginalUtility(curves_, capacity));
   }
 
  private:
   int max_gpus_;
   PolicyTraits traits_;
+  GoodputCache cache_;
+  std::vector<JobCurves> curves_;  // scratch: the last decision's curves
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <queue>
 
 #include "policy/goodput_alloc.h"
@@ -15,7 +16,7 @@ namespace {
 class PolluxPolicy : public Policy {
  public:
   PolluxPolicy(double p, double restart_penalty_s, int max_gpus, PlanMode mode)
-      : p_(p), restart_penalty_s_(restart_penalty_s), max_gpus_(max_gpus) {
+      : p_(p), restart_penalty_s_(restart_penalty_s), max_gpus_(max_gpus), utility_none_(Utility(0)) {
     traits_.uses_rounds = true;
     traits_.plan_mode = mode;
     traits_.adapts_batch = true;
@@ -26,7 +27,7 @@ class PolluxPolicy : public Policy {
   Decision Decide(const Snapshot& snap) override {
     // Pollux re-allocates once per round; events wait for it.
     if (!snap.at_round) return {};
-    GoodputOracle oracle(snap, /*type_aware=*/false);
+    GoodputOracle oracle(snap, /*type_aware=*/false, &cache_);
     const Cluster& cluster = *snap.cluster;
     const int ntypes = static_cast<int>(cluster.types().size());
 
@@ -38,11 +39,21 @@ class PolluxPolicy : public Policy {
     if (njobs == 0 || total == 0) return {};
     int fair = std::max(1, (total + njobs - 1) / njobs);
 
-    std::vector<JobCurves> curves;
-    curves.reserve(njobs);
+    // Each job's curves are built in place in curves_, reusing the vectors
+    // of earlier decisions; `used` of them are this decision's.
+    size_t used = 0;
+    // The last utility computed: a job's points on several types often
+    // share a speedup (type-blind goodputs), and pow is costly.
+    double last_s = std::numeric_limits<double>::quiet_NaN();
+    double last_u = 0;
+    auto utility = [&](double s) {
+      if (!(s == last_s)) {
+        last_s = s;
+        last_u = Utility(s);
+      }
+      return last_u;
+    };
     for (const JobView* job : snap.jobs) {
-      JobCurves jc;
-      jc.job = job;
       int home = oracle.HomeType(*job);
       auto [lo, cap] = GoodputGpuRange(*job, std::min(oracle.MaxGpus(*job), max_gpus_));
       // Fair-share goodput: the speedup's denominator. As the artifact,
@@ -55,26 +66,34 @@ class PolluxPolicy : public Policy {
       // 0 (arriving on a round) waits one round, as in the artifact.
       double age = ToSeconds(snap.now - job->spec->submit);
       double factor = std::max(0.0, age - job->restarts * restart_penalty_s_) / (age + restart_penalty_s_);
+      if (used == curves_.size()) curves_.emplace_back();
+      JobCurves& jc = curves_[used];
+      jc.job = job;
+      size_t types = 0;  // jc.types in use
       for (int t = 0; t < ntypes; ++t) {
         if (!job->spec->requested_gpu_type.empty() && cluster.TypeName(t) != job->spec->requested_gpu_type &&
             cluster.FindType(job->spec->requested_gpu_type) >= 0)
           continue;
-        TypeCurve tc;
+        if (types == jc.types.size()) jc.types.emplace_back();
+        TypeCurve& tc = jc.types[types];
         tc.type = t;
-        tc.points.push_back({0, Utility(0)});
+        tc.points.clear();
+        tc.points.push_back({0, utility_none_});
         for (int g = lo; g <= std::min(cap, capacity[t]); ++g) {
           double gp = oracle.Goodput(*job, t, g, MinNodes(cluster, t, g));
           if (gp <= 0) continue;
           double s = gp / base;
           bool same = !job->alloc.empty() && job->alloc.type == t && job->alloc.gpus() == g;
           if (!same) s *= factor;
-          tc.points.push_back({g, Utility(s)});
+          tc.points.push_back({g, utility(s)});
         }
-        if (tc.points.size() > 1) jc.types.push_back(std::move(tc));
+        if (tc.points.size() > 1) ++types;
       }
-      if (!jc.types.empty()) curves.push_back(std::move(jc));
+      jc.types.resize(types);
+      if (types > 0) ++used;
     }
-    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves, capacity);
+    curves_.resize(used);
+    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
     return PlaceGrants(snap, grants);
   }
 
@@ -90,7 +109,10 @@ class PolluxPolicy : public Policy {
   double p_;
   double restart_penalty_s_;
   int max_gpus_;
+  double utility_none_;  // Utility(0)
   PolicyTraits traits_;
+  GoodputCache cache_;
+  std::vector<JobCurves> curves_;  // scratch: the last decision's curves
 };
 
 }  // namespace

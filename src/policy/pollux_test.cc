@@ -307,6 +307,41 @@ TEST(PolluxPolicyTest, JobsWithoutAgentAreScheduled) {
   for (size_t j = 2; j < after.size(); ++j) EXPECT_GE(after[j].gpus(), 1) << "job " << j;
 }
 
+// What a policy keeps between rounds (goodputs of jobs without an agent,
+// its scratch curves) never changes a decision: round after round, as jobs
+// start running and leave, a long-lived policy decides as a fresh one.
+// Optimus shares both mechanisms and is checked here too.
+TEST(PolluxPolicyTest, KeptStateNeverChangesADecision) {
+  for (const char* spec : {"pollux", "optimus"}) {
+    SCOPED_TRACE(spec);
+    PolicyFixture f("pollux-64");
+    Agents agents;
+    const int nt = static_cast<int>(f.cluster().types().size());
+    for (int i = 0; i < 3; ++i) {
+      JobView& v = f.AddJob(MakeJob("agent" + std::to_string(i)).Elastic(1, 64).Submit(Seconds(i)));
+      v.agent = agents.Add(nt, i == 1 ? PoorScaling() : GoodScaling(), Noisy(), 2 + 2 * i);
+    }
+    JobView& rigid = f.AddJob(MakeJob("cnn-rigid").Model("resnet-50").Batch(64).Gpus(2));
+    f.AddJob(MakeJob("gpt-elastic").Model("gpt3-350m").Batch(8).Elastic(1, 8));
+    auto kept = MakePolicy(spec);
+    ASSERT_NE(kept, nullptr);
+    for (int round = 1; round <= 4; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      if (round == 2) f.Run(rigid, f.Place(0, 2), Seconds(700));
+      if (round == 3) f.Run(f.jobs()[0], f.Place(0, 4), Seconds(1000));
+      Snapshot snap = f.Snap(Seconds(300 + 300 * round));
+      // In round 4 two jobs have left.
+      std::vector<const JobView*> active(snap.jobs.begin(), snap.jobs.end());
+      if (round == 4) active.erase(active.begin() + 1, active.begin() + 3);
+      snap.jobs = active;
+      Decision d = kept->Decide(snap);
+      Decision want = MakePolicy(spec)->Decide(snap);
+      EXPECT_FALSE(d.assign.empty());
+      EXPECT_EQ(d.assign, want.assign);
+    }
+  }
+}
+
 // Pollux re-allocates at rounds only: a decision on an event (arrival,
 // completion) changes nothing.
 TEST(PolluxPolicyTest, IgnoresDecisionsBetweenRounds) {

@@ -19,16 +19,64 @@ struct Config {
 };
 
 // Sia's configuration set of one type: 1, 2, 4, ... GPUs on a node, then
-// 2, 3, ... whole nodes.
-std::vector<Config> TypeConfigs(const GpuTypeInfo& info, int type, int max_gpus) {
-  std::vector<Config> out;
+// 2, 3, ... whole nodes. Replaces `out`.
+void TypeConfigs(const GpuTypeInfo& info, int type, int max_gpus, std::vector<Config>& out) {
+  out.clear();
   int gpn = std::max(1, info.max_gpus_per_node);
   for (int g = 1; g <= gpn && g <= max_gpus; g *= 2) out.push_back({type, 1, g});
   if (out.empty() || out.back().gpus != gpn) {
     if (gpn <= max_gpus) out.push_back({type, 1, gpn});
   }
   for (int n = 2; n <= static_cast<int>(info.nodes.size()) && n * gpn <= max_gpus; ++n) out.push_back({type, n, n * gpn});
-  return out;
+}
+
+// A variable of the program: `job` (an index into the snapshot's jobs) on
+// `config`.
+struct Var {
+  int job;
+  Config config;
+};
+
+// Options within this much of each other (in the objective's units) are
+// left to the solver: far above its tolerances (1e-7 on scaled reduced
+// costs), so the shortcut never picks what the solver would not.
+constexpr double kShortcutMargin = 1e-4;
+
+// The program's optimum when no GPU type is contended, without the solver.
+// `job_ends` delimits each job's variables in `vars` (costs `costs`). Each
+// job alone would take its cheapest variable if that costs less than no
+// allocation (0). When every job's choice beats its next-best option (no
+// allocation included) by kShortcutMargin and the choices fit `capacity`,
+// they are the unique optimum of the program and of its LP relaxation,
+// which is then integral: exactly what the solver returns. Sets `chosen`
+// (per job, the variable taken or -1) and returns true then; returns false
+// when the solver must decide (also on a cost that is not finite).
+bool UncontendedOptimum(const std::vector<Var>& vars, const std::vector<double>& costs,
+                        const std::vector<size_t>& job_ends, const std::vector<int>& capacity,
+                        std::vector<int>& chosen) {
+  std::vector<int> left = capacity;
+  chosen.assign(job_ends.size(), -1);
+  for (size_t i = 0, k = 0; i < job_ends.size(); k = job_ends[i++]) {
+    double best = 0, second = kLpInfinity;  // costs; no allocation costs 0
+    int best_var = -1;
+    for (size_t m = k; m < job_ends[i]; ++m) {
+      if (!std::isfinite(costs[m])) return false;
+      if (costs[m] < best) {
+        second = best;
+        best = costs[m];
+        best_var = static_cast<int>(m);
+      } else {
+        second = std::min(second, costs[m]);
+      }
+    }
+    if (!(second - best >= kShortcutMargin)) return false;
+    if (best_var < 0) continue;
+    const Config& c = vars[best_var].config;
+    left[c.type] -= c.gpus;
+    if (left[c.type] < 0) return false;
+    chosen[i] = best_var;
+  }
+  return true;
 }
 
 // Bounds on one round's branch-and-cut: subproblems (deterministic), and
@@ -43,33 +91,35 @@ constexpr int kExactMaxVariables = 4000;
 
 }  // namespace
 
-Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRoundStats* stats) {
+Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRoundStats* stats,
+                           GoodputCache* cache) {
   const Cluster& cluster = *snap.cluster;
   const int ntypes = static_cast<int>(cluster.types().size());
-  GoodputOracle oracle(snap, /*type_aware=*/true);
+  GoodputOracle oracle(snap, /*type_aware=*/true, cache);
 
   std::vector<int> capacity = UpGpusByType(snap);
 
-  struct Var {
-    int job;  // index into snap.jobs
-    Config config;
-  };
   std::vector<Var> vars;
   std::vector<double> lp_costs;  // objective coefficient of each variable
-  LinearProgram lp(LinearProgram::kMinimize);
-  std::vector<std::vector<LpTerm>> per_type(ntypes);
+  // Per job in the program, one past its last variable (its row's terms
+  // are the variables since the previous job's end).
+  std::vector<size_t> job_ends;
   int jobs_in = 0;
+  // Per job, reused: its configurations (ascending GPUs within each type),
+  // their goodputs and costs, and one type's configuration set.
+  std::vector<Config> configs, cs;
+  std::vector<double> goodputs, coefs;
   for (int j = 0; j < static_cast<int>(snap.jobs.size()); ++j) {
     const JobView& job = *snap.jobs[j];
     const JobSpec& s = *job.spec;
     const bool rigid = RigidJob(job);
     auto [lo, cap] = GoodputGpuRange(job, std::min(oracle.MaxGpus(job), params.max_gpus));
     int want_type = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
-    std::vector<Config> configs;  // ascending GPUs within each type
-    std::vector<double> goodputs;
+    configs.clear();
+    goodputs.clear();
     for (int t = 0; t < ntypes; ++t) {
       if (want_type >= 0 && t != want_type) continue;
-      std::vector<Config> cs = TypeConfigs(cluster.types()[t], t, cap);
+      TypeConfigs(cluster.types()[t], t, cap, cs);
       if (rigid && std::none_of(cs.begin(), cs.end(), [lo = lo](const Config& c) { return c.gpus == lo; }) &&
           lo <= cluster.types()[t].total_gpus) {
         cs.push_back({t, MinNodes(cluster, t, lo), lo});
@@ -87,7 +137,7 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
     double min_g = *std::min_element(goodputs.begin(), goodputs.end());
     double age = ToSeconds(snap.now - s.submit);
     double factor = std::max(0.0, age - job.restarts * params.restart_penalty_s) / (age + params.restart_penalty_s);
-    std::vector<double> coefs(configs.size());
+    coefs.resize(configs.size());
     for (size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
       bool current = !job.alloc.empty() && job.alloc.type == c.type && job.alloc.gpus() == c.gpus;
@@ -98,7 +148,6 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
       double a = v > 0 ? std::min(std::pow(v, params.p), 200.0) : 200.0;
       coefs[k] = a - params.lambda_n + params.lambda_a * (current ? -1.0 : 1.0);
     }
-    std::vector<LpTerm> one;
     for (size_t k = 0; k < configs.size(); ++k) {
       const Config& c = configs[k];
       // A configuration that costs no less than a smaller one of the same
@@ -108,66 +157,88 @@ Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRou
       for (size_t m = 0; m < k && !dominated; ++m)
         dominated = configs[m].type == c.type && configs[m].gpus <= c.gpus && coefs[m] <= coefs[k];
       if (dominated) continue;
-      int x = lp.AddVariable(0, 1, coefs[k]);
       vars.push_back({j, c});
       lp_costs.push_back(coefs[k]);
-      one.push_back({x, 1.0});
-      per_type[c.type].push_back({x, static_cast<double>(c.gpus)});
     }
-    lp.AddConstraint(one, -kLpInfinity, 1.0);
+    job_ends.push_back(vars.size());
   }
   if (stats) {
     stats->variables = static_cast<int>(vars.size());
     stats->jobs = jobs_in;
   }
   std::vector<GoodputGrant> grants;
-  if (!vars.empty()) {
-    for (int t = 0; t < ntypes; ++t) {
-      if (!per_type[t].empty()) lp.AddConstraint(per_type[t], -kLpInfinity, capacity[t]);
-    }
-    const bool exact = static_cast<int>(vars.size()) <= kExactMaxVariables;
-    if (exact) {
-      for (size_t k = 0; k < vars.size(); ++k) lp.SetInteger(static_cast<int>(k));
-      lp.SetMipTimeLimitMs(kMipTimeLimitMs);
-      lp.SetMipNodeLimit(kMipNodeLimit);
-      lp.SetMipGap(kMipGap);
-    }
-    Status st = lp.Solve();
-    if (!st.ok()) return Status(st.code(), "sia: " + st.message());
-    if (stats) stats->hit_time_limit = lp.mip_hit_limit();
-    std::vector<double> x = lp.values();
-    // Jobs the relaxation left fractional (none when exact; with the LP
-    // alone, a basic solution has few: one row per GPU type binds them).
-    std::vector<uint8_t> fractional(snap.jobs.size(), 0);
-    for (size_t k = 0; k < vars.size(); ++k)
-      if (x[k] > 1e-6 && x[k] < 1 - 1e-6) fractional[vars[k].job] = 1;
-    std::vector<int> left = capacity;
-    for (size_t k = 0; k < vars.size(); ++k) {
-      if (fractional[vars[k].job] || x[k] <= 0.5) continue;
-      grants.push_back({snap.jobs[vars[k].job], vars[k].config.type, vars[k].config.gpus, vars[k].config.nodes});
-      left[vars[k].config.type] -= vars[k].config.gpus;
-    }
-    // Round: each fractional job, in job order, takes its cheapest
-    // configuration that still fits (if it beats no allocation).
-    for (size_t k = 0; k < vars.size();) {
-      size_t end = k;
-      while (end < vars.size() && vars[end].job == vars[k].job) ++end;
-      if (fractional[vars[k].job]) {
-        int best = -1;
-        for (size_t m = k; m < end; ++m) {
-          const Config& c = vars[m].config;
-          double cost = lp_costs[m];
-          if (c.gpus <= left[c.type] && cost < 0 && (best < 0 || cost < lp_costs[best])) best = static_cast<int>(m);
-        }
-        if (best >= 0) {
-          const Config& c = vars[best].config;
-          grants.push_back({snap.jobs[vars[best].job], c.type, c.gpus, c.nodes});
-          left[vars[best].config.type] -= vars[best].config.gpus;
-        }
-        if (stats) ++stats->rounded_jobs;
+  auto grant = [&](size_t k) {
+    const Config& c = vars[k].config;
+    grants.push_back({snap.jobs[vars[k].job], c.type, c.gpus, c.nodes});
+  };
+  if (vars.empty()) return PlaceGrants(snap, grants);
+  if (params.shortcut_uncontended) {
+    std::vector<int> chosen;
+    if (UncontendedOptimum(vars, lp_costs, job_ends, capacity, chosen)) {
+      for (int k : chosen) {
+        if (k >= 0) grant(k);
       }
-      k = end;
+      return PlaceGrants(snap, grants);
     }
+  }
+  if (stats) stats->solved = true;
+  // Each job's columns, then its row; then one row per type. GLPK's answer
+  // (among equal optima, and within the gap) depends on this order.
+  LinearProgram lp(LinearProgram::kMinimize);
+  std::vector<std::vector<LpTerm>> per_type(ntypes);
+  for (size_t i = 0, k = 0; i < job_ends.size(); ++i) {
+    std::vector<LpTerm> one;
+    for (; k < job_ends[i]; ++k) {
+      int x = lp.AddVariable(0, 1, lp_costs[k]);
+      one.push_back({x, 1.0});
+      per_type[vars[k].config.type].push_back({x, static_cast<double>(vars[k].config.gpus)});
+    }
+    lp.AddConstraint(one, -kLpInfinity, 1.0);
+  }
+  for (int t = 0; t < ntypes; ++t) {
+    if (!per_type[t].empty()) lp.AddConstraint(per_type[t], -kLpInfinity, capacity[t]);
+  }
+  const bool exact = static_cast<int>(vars.size()) <= kExactMaxVariables;
+  if (exact) {
+    for (size_t k = 0; k < vars.size(); ++k) lp.SetInteger(static_cast<int>(k));
+    lp.SetMipTimeLimitMs(kMipTimeLimitMs);
+    lp.SetMipNodeLimit(kMipNodeLimit);
+    lp.SetMipGap(kMipGap);
+  }
+  Status st = lp.Solve();
+  if (!st.ok()) return Status(st.code(), "sia: " + st.message());
+  if (stats) stats->hit_time_limit = lp.mip_hit_limit();
+  std::vector<double> x = lp.values();
+  // Jobs the relaxation left fractional (none when exact; with the LP
+  // alone, a basic solution has few: one row per GPU type binds them).
+  std::vector<uint8_t> fractional(snap.jobs.size(), 0);
+  for (size_t k = 0; k < vars.size(); ++k)
+    if (x[k] > 1e-6 && x[k] < 1 - 1e-6) fractional[vars[k].job] = 1;
+  std::vector<int> left = capacity;
+  for (size_t k = 0; k < vars.size(); ++k) {
+    if (fractional[vars[k].job] || x[k] <= 0.5) continue;
+    grant(k);
+    left[vars[k].config.type] -= vars[k].config.gpus;
+  }
+  // Round: each fractional job, in job order, takes its cheapest
+  // configuration that still fits (if it beats no allocation).
+  for (size_t k = 0; k < vars.size();) {
+    size_t end = k;
+    while (end < vars.size() && vars[end].job == vars[k].job) ++end;
+    if (fractional[vars[k].job]) {
+      int best = -1;
+      for (size_t m = k; m < end; ++m) {
+        const Config& c = vars[m].config;
+        double cost = lp_costs[m];
+        if (c.gpus <= left[c.type] && cost < 0 && (best < 0 || cost < lp_costs[best])) best = static_cast<int>(m);
+      }
+      if (best >= 0) {
+        grant(best);
+        left[vars[best].config.type] -= vars[best].config.gpus;
+      }
+      if (stats) ++stats->rounded_jobs;
+    }
+    k = end;
   }
   return PlaceGrants(snap, grants);
 }
@@ -187,7 +258,7 @@ class SiaPolicy : public Policy {
   Decision Decide(const Snapshot& snap) override {
     // Sia solves once per round; events wait for it.
     if (!snap.at_round) return {};
-    auto d = SiaDecide(snap, params_);
+    auto d = SiaDecide(snap, params_, /*stats=*/nullptr, &cache_);
     // A solver failure keeps every allocation as it is this round.
     return d.ok() ? std::move(*d) : Decision{};
   }
@@ -195,6 +266,7 @@ class SiaPolicy : public Policy {
  private:
   SiaParams params_;
   PolicyTraits traits_;
+  GoodputCache cache_;
 };
 
 }  // namespace

@@ -18,7 +18,10 @@
 // than 4,000 variables (hundreds of jobs) solve the LP relaxation instead
 // and round its few fractional jobs (each takes its best configuration
 // that still fits), which keeps a round under a second. Configurations no
-// better than a smaller one of the same type are left out (dominated).
+// better than a smaller one of the same type are left out (dominated). A
+// round where no type is contended (each job's best option fits beside the
+// others') needs no solver: those options are the program's unique
+// optimum, and are taken directly, unless a job's best two are a near tie.
 // Placement packs the chosen configurations (policy/goodput_alloc.h).
 //
 // Defaults are Sia's published parameters: p = -0.5, lambda_n = 1.1 (no-
@@ -35,6 +38,7 @@
 
 namespace tessel {
 
+class GoodputCache;
 class PolicyRegistry;
 void RegisterSiaPolicy(PolicyRegistry& registry);
 
@@ -47,13 +51,21 @@ struct SiaParams {
   double lambda_a = 0.01;
   double restart_penalty_s = 30;
   int max_gpus = 64;
+  // When no GPU type is contended (each job's best configuration fits
+  // beside the others') and no job's choice is a near tie, the optimum is
+  // taken directly instead of from the solver: the same answer, as the
+  // solver's optimum is then unique. false always runs the solver (tests).
+  bool shortcut_uncontended = true;
 };
 struct SiaRoundStats {
   int variables = 0;
   int jobs = 0;
   bool hit_time_limit = false;
   int rounded_jobs = 0;  // jobs the LP relaxation left fractional (large rounds)
+  bool solved = false;   // the solver ran (false: the uncontended shortcut answered)
 };
-Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRoundStats* stats = nullptr);
+// `cache` (optional): goodputs kept across rounds (policy/goodput_oracle.h).
+Result<Decision> SiaDecide(const Snapshot& snap, const SiaParams& params, SiaRoundStats* stats = nullptr,
+                           GoodputCache* cache = nullptr);
 
 }  // namespace tessel

@@ -223,6 +223,76 @@ TEST_F(SiaTest, LargeRoundUsesRelaxationAndStillFits) {
   EXPECT_EQ(running, 64);
 }
 
+// Where no GPU type is contended the optimum is taken without the solver:
+// the decision is the one the solver gives, on agent jobs (some running,
+// some pending) and jobs without an agent alike; a contended round still
+// goes to the solver.
+TEST_F(SiaTest, UncontendedShortcutMatchesTheSolver) {
+  // Each agent job is fastest on its own type (at most 4 GPUs: it has
+  // measured 2).
+  for (int t : {a100_, t4_, rtx_}) {
+    JobView& v = f_.AddJob(MakeJob("a" + std::to_string(t)).Elastic(1, 64).Submit(Seconds(10 * t)));
+    std::vector<ThroughputParams> p = Same(Base());
+    p[t] = Faster(Base(), 2);
+    v.agent = agents_.Add(p, {2, 2, 2});
+  }
+  f_.AddJob(MakeJob("r").Model("resnet-50").Batch(64).Gpus(3));
+  f_.AddJob(MakeJob("e").Model("gpt3-350m").Batch(8).Elastic(1, 8));
+  f_.Run(f_.jobs()[0], f_.Place(a100_, 2), Seconds(5));
+  f_.Run(f_.jobs()[1], f_.Place(t4_, 2), Seconds(15));
+  Snapshot snap = f_.Snap(Seconds(900));
+  SiaParams solver_only;
+  solver_only.shortcut_uncontended = false;
+  SiaRoundStats direct, solved;
+  Result<Decision> d = SiaDecide(snap, SiaParams{}, &direct);
+  Result<Decision> want = SiaDecide(snap, solver_only, &solved);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_FALSE(direct.solved);
+  EXPECT_TRUE(solved.solved);
+  EXPECT_EQ(direct.variables, solved.variables);
+  EXPECT_EQ(d->assign, want->assign);
+  std::vector<Allocation> after = After(snap, *d);
+  EXPECT_EQ(after, After(snap, *want));
+  for (int i = 0; i < 3; ++i) {
+    int fast = i == 0 ? a100_ : i == 1 ? t4_ : rtx_;
+    EXPECT_EQ(after[i].type, fast) << after[i].ToString(f_.cluster());
+    EXPECT_EQ(after[i].gpus(), 4) << after[i].ToString(f_.cluster());
+  }
+  for (const Allocation& x : after) EXPECT_FALSE(x.empty());
+
+  // 70 single-GPU jobs on 64 GPUs: contended, solved.
+  for (int i = 0; i < 70; ++i) {
+    JobView& v = f_.AddJob(MakeJob("j" + std::to_string(i)).Elastic(1, 64).Submit(Seconds(i)));
+    v.agent = agents_.Add(Same(Base()), {1, 1, 1}, {1.0, 20.0}, /*adaptive=*/false, /*fixed_batch=*/128);
+  }
+  SiaRoundStats contended;
+  ASSERT_TRUE(SiaDecide(f_.Snap(Seconds(900)), SiaParams{}, &contended).ok());
+  EXPECT_TRUE(contended.solved);
+}
+
+// The policy keeps goodputs of jobs without an agent across rounds: its
+// decisions are those of SiaDecide without a cache, round after round.
+TEST_F(SiaTest, CachedRoundsMatchUncachedOnes) {
+  for (int i = 0; i < 4; ++i) f_.AddJob(MakeJob("r" + std::to_string(i)).Model("resnet-50").Batch(64).Gpus(1 + i));
+  JobView& v = f_.AddJob(MakeJob("a").Elastic(1, 64));
+  v.agent = agents_.Add(Same(Base()), {2, 2, 2});
+  auto policy = PolicyRegistry::Builtin().Create("sia", PolicyContext{});
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  for (int round = 1; round <= 3; ++round) {
+    // Between rounds, jobs start running (their allocation is part of the
+    // next round's question).
+    if (round == 2) f_.Run(f_.jobs()[0], f_.Place(a100_, 1), Seconds(400));
+    if (round == 3) f_.Run(f_.jobs()[1], f_.Place(t4_, 2), Seconds(700));
+    Snapshot snap = f_.Snap(Seconds(300 * round));
+    Result<Decision> want = SiaDecide(snap, SiaParams{});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    Decision d = (*policy)->Decide(snap);
+    EXPECT_FALSE(d.assign.empty());
+    EXPECT_EQ(d.assign, want->assign) << "round " << round;
+  }
+}
+
 // Running jobs, pending jobs, rigid jobs without an agent: the decision
 // never hands a GPU out twice, and rigid jobs get exactly their request
 // (3 GPUs: not a Sia configuration, added for them).
