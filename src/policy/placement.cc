@@ -65,11 +65,18 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
   // when some rack can hold the job (its traffic then stays off the
   // oversubscribed uplinks): the rack needing the fewest nodes, then the
   // tightest fit, then the lowest id.
-  std::vector<int> order;
-  for (int id : info.nodes) {
-    if (free_[id] > 0) order.push_back(id);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+  // The nodes with free GPUs, most free first, ties in the type's node
+  // order: a counting sort by free GPUs (a stable sort's order; free counts
+  // are small).
+  int most = 0;
+  for (int id : info.nodes) most = std::max(most, free_[id]);
+  std::vector<int> start(most + 2, 0);  // per free count, descending: where its nodes begin
+  for (int id : info.nodes)
+    if (free_[id] > 0) ++start[most - free_[id] + 1];
+  for (int v = 1; v <= most + 1; ++v) start[v] += start[v - 1];
+  std::vector<int> order(start[most + 1]);
+  for (int id : info.nodes)
+    if (free_[id] > 0) order[start[most - free_[id]]++] = id;
   if (cluster_->num_racks() > 1) {
     std::vector<int> rack_free(cluster_->num_racks(), 0), rack_nodes(cluster_->num_racks(), 0);
     for (int id : order) {  // fullest first: count nodes until the job fits

@@ -119,7 +119,7 @@ void SimBackend::Impl::HandleEpoch(JobState& j) {
   a.epoch = std::max(a.epoch + 1, a.profile->EpochAt(j.view.done_iterations));
   SetAppRate(j, a, j.view.alloc);
   ++j.version;
-  Log("epoch job=" + j.view.spec->id + " epoch=" + std::to_string(a.epoch) + " batch=" +
+  if (log != nullptr) Log("epoch job=" + j.view.spec->id + " epoch=" + std::to_string(a.epoch) + " batch=" +
       std::to_string(a.choice.batch) + " atomic=" + std::to_string(a.choice.atomic_bsz) +
       " accum=" + std::to_string(a.choice.accum_steps) + " iter_s=" + FormatIter(j.iteration_time_s));
   BeginProgress(j, /*continues=*/true);
@@ -198,7 +198,7 @@ void SimBackend::Impl::Arrive(int index) {
     j.status = Status_::kRejected;
     j.reason = why;
     ++done_jobs;
-    Log("reject job=" + j.view.spec->id + " reason=" + why);
+    if (log != nullptr) Log("reject job=" + j.view.spec->id + " reason=" + why);
     return;
   }
   // Profiles are kept per model and what was profiled: a job whose shape
@@ -233,13 +233,13 @@ void SimBackend::Impl::Arrive(int index) {
     // Profiled before the policy sees it; it waits meanwhile.
     j.status = Status_::kProfiling;
     ++profiling_jobs;
-    Log("arrive job=" + j.view.spec->id + " profiling_s=" + FormatIter(profiling));
+    if (log != nullptr) Log("arrive job=" + j.view.spec->id + " profiling_s=" + FormatIter(profiling));
     Push(now + Seconds(profiling), EventKind::kProfiled, index, j.version);
     return;
   }
   j.status = Status_::kActive;
   active.push_back(&j.view);  // arrivals come in index order
-  Log("arrive job=" + j.view.spec->id);
+  if (log != nullptr) Log("arrive job=" + j.view.spec->id);
   found.decide = found.activated = true;
 }
 
@@ -249,7 +249,7 @@ void SimBackend::Impl::Profiled(JobState& j) {
   j.status = Status_::kActive;
   const JobView* p = &j.view;
   active.insert(std::lower_bound(active.begin(), active.end(), p), p);
-  Log("profiled job=" + j.view.spec->id);
+  if (log != nullptr) Log("profiled job=" + j.view.spec->id);
   found.decide = found.activated = true;
 }
 
@@ -263,7 +263,7 @@ void SimBackend::Impl::Complete(JobState& j) {
   RemoveActive(j.view.index);
   ++done_jobs;
   ++j.version;
-  Log("finish job=" + j.view.spec->id);
+  if (log != nullptr) Log("finish job=" + j.view.spec->id);
   found.decide = true;
 }
 
@@ -275,7 +275,7 @@ void SimBackend::Impl::ScheduleFailure(int node) {
 
 void SimBackend::Impl::Fail(int node) {
   if (!up[node]) return;
-  Log("fail node=" + std::to_string(node));
+  if (log != nullptr) Log("fail node=" + std::to_string(node));
   // Jobs on the node fall back to their last checkpoint.
   std::vector<int> hit;
   for (int idx : running) {
@@ -311,7 +311,7 @@ void SimBackend::Impl::Fail(int node) {
     j.needs_save = false;  // nothing to save: it restarts from the checkpoint
     ++j.failures;
     ++j.version;
-    Log("lose job=" + j.view.spec->id + " node=" + std::to_string(node));
+    if (log != nullptr) Log("lose job=" + j.view.spec->id + " node=" + std::to_string(node));
   }
   up[node] = 0;
   free[node] = 0;
@@ -324,7 +324,7 @@ void SimBackend::Impl::Repair(int node) {
   up[node] = 1;
   free[node] = cluster.nodes()[node].gpus;
   down_gpus -= cluster.nodes()[node].gpus;
-  Log("repair node=" + std::to_string(node));
+  if (log != nullptr) Log("repair node=" + std::to_string(node));
   ScheduleFailure(node);
   found.decide = true;
 }
@@ -438,7 +438,7 @@ void SimBackend::Impl::HandleJobOrNodeEvent(const Event& e) {
         Touch(j);
         BeginProgress(j);
         if (j.view.alloc.nodes() > 1) contention_dirty = true;
-        Log("ready job=" + j.view.spec->id);
+        if (log != nullptr) Log("ready job=" + j.view.spec->id);
       }
       break;
     }

@@ -46,7 +46,7 @@ Status SimBackend::Impl::Apply(const Decision& d) {
     ++j.version;
     RemoveActive(idx);
     ++done_jobs;
-    Log("reject job=" + j.view.spec->id + " reason=" + why);
+    if (log != nullptr) Log("reject job=" + j.view.spec->id + " reason=" + why);
   }
   // Releases first, so a decision may hand GPUs from one job to another.
   std::vector<std::pair<int, const Allocation*>> grants;
@@ -60,7 +60,7 @@ Status SimBackend::Impl::Apply(const Decision& d) {
       Release(j);  // remembers the node count the save will use
       if (alloc.empty()) {
         ++j.view.preemptions;
-        Log("suspend job=" + j.view.spec->id);
+        if (log != nullptr) Log("suspend job=" + j.view.spec->id);
       }
     }
     j.view.phase = JobPhase::kPending;
@@ -69,7 +69,8 @@ Status SimBackend::Impl::Apply(const Decision& d) {
     if (!alloc.empty()) grants.push_back({idx, &alloc});
   }
   std::unordered_map<int, const std::vector<PlanChoice>*> plan_sets;
-  for (const auto& [idx, set] : d.plans) plan_sets[idx] = &set;
+  if (log != nullptr)
+    for (const auto& [idx, set] : d.plans) plan_sets[idx] = &set;
   for (const auto& [idx, alloc] : grants) {
     JobState& j = jobs[idx];
     const JobSpec& s = *j.view.spec;
@@ -87,7 +88,8 @@ Status SimBackend::Impl::Apply(const Decision& d) {
           // that split does not fit): it does not start, and waits for
           // the next decision (the Arena artifact's out-of-memory event).
           ++oom_placements;
-          Log("oom job=" + s.id + " on=" + alloc->ToString(cluster) + " reason=" + rate->reason);
+          if (log != nullptr)
+            Log("oom job=" + s.id + " on=" + alloc->ToString(cluster) + " reason=" + rate->reason);
           continue;
         }
         ++truth_fallbacks;
@@ -105,26 +107,30 @@ Status SimBackend::Impl::Apply(const Decision& d) {
     double delay = StartDelay(j, *alloc);
     if (!first) ++j.view.restarts;
     j.view.alloc = *alloc;
-    std::string how;
+    std::string how;  // for the event log only
     if (a != nullptr) {
       SetAppRate(j, *a, *alloc);
-      how = " batch=" + std::to_string(a->choice.batch) + " atomic=" + std::to_string(a->choice.atomic_bsz) +
-            " accum=" + std::to_string(a->choice.accum_steps);
+      if (log != nullptr) {
+        how = " batch=" + std::to_string(a->choice.batch) + " atomic=" + std::to_string(a->choice.atomic_bsz) +
+              " accum=" + std::to_string(a->choice.accum_steps);
+      }
     } else {
       SetRate(j, *rate);
       j.network_s = j.network_exposed_s = 0;
       if (alloc->nodes() > 1) NetworkOf(j, *rate, *alloc);
-      how = " plan=" + rate->plan.ToString();
+      if (log != nullptr) how = " plan=" + rate->plan.ToString();
     }
     // The policy's plan set for the executor: a launcher runs its first
     // plan, the rest are its memory fallbacks. The rate stays the truth's.
-    if (auto it = plan_sets.find(idx); it != plan_sets.end() && !it->second->empty()) {
-      how += " plan_set=" + std::to_string(it->second->size()) + " first=" + it->second->front().plan.ToString();
+    if (log != nullptr) {
+      if (auto it = plan_sets.find(idx); it != plan_sets.end() && !it->second->empty()) {
+        how += " plan_set=" + std::to_string(it->second->size()) + " first=" + it->second->front().plan.ToString();
+      }
     }
     j.needs_save = false;
     running.push_back(idx);
     if (first) j.view.first_start = now;
-    Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) + how +
+    if (log != nullptr) Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) + how +
         " iter_s=" + FormatIter(j.iteration_time_s) + " delay_s=" + FormatIter(delay));
     StartOrDelay(j, delay);
   }
@@ -211,7 +217,7 @@ void SimBackend::Impl::Rerate(JobState& j, double iteration_s) {
   Touch(j);
   j.iteration_time_s = iteration_s;
   if (log != nullptr)
-    Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
+    if (log != nullptr) Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
         " iter_s=" + FormatIter(j.iteration_time_s));
   ++j.version;
   BeginProgress(j, /*continues=*/true);
