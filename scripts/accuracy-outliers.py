@@ -16,7 +16,7 @@ hardware's speed.
 `--per-sample MODELS_JSON` (from `tessel models --json`) prints, for every GPU type, model family,
 GPU count and host count of the Arena rows, the measured and predicted iteration time x GPUs /
 (global batch x parameters in billions), min-max over the group: a plan that scales perfectly
-keeps the figure flat across GPU counts (README: "Time per sample by GPU count"); `--gpu`,
+keeps the figure flat across GPU counts (docs/estimator.md: "Time per sample by GPU count"); `--gpu`,
 `--family` and `--batch` narrow it.
 
 `--dp-only BIN` estimates every multi-GPU Wide-ResNet Arena row on the H100, L20, V100 and A10

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces README.md's tables for tessel's own policy (arena): every
+# Reproduces docs/arena.md's tables for tessel's own policy (arena): every
 # policy on the three Arena traces on arena-1280 and on the runtime trace on
 # arena-testbed-32; the same with Arena's measured times as truth; the
 # ablations. Needs the shared data (TESSEL_DATA or ../shared/data).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces README.md's communication-contention tables (issue 13):
+# Reproduces docs/contention.md's communication-contention tables (issue 13):
 #  1. Wang et al.'s setting: ddl-64 (16 nodes x 4 GPUs, 10 Gb/s) and their
 #     160-job mix (gen-trace --profile ddl), seeds 1-10, their contention
 #     overhead (eta/beta = 0.235/0.856), no start or restart costs (their

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces README.md's tables for deadlines, the Arena artifact's setting
+# Reproduces docs/deadlines-and-settings.md's tables for deadlines, the Arena artifact's setting
 # and decision overheads (issue 15): the deadline-aware policies on the
 # three Arena traces (measured truth), `compare --setting arena-artifact`
 # beside the default setting on Venus and PAI, and every policy's decision

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the goodput tables of README.md ("Goodput scheduling"): the
+# Reproduces the goodput tables of docs/goodput.md: the
 # eight Pollux workloads on pollux-64 and the Sia workloads on sia-64, each
 # workload simulated on its own, average JCT per workload and the mean.
 # Needs the shared data (TESSEL_DATA or ../shared/data). About 2 minutes.

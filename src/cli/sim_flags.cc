@@ -37,7 +37,7 @@ void SimFlags::Add(CLI::App& app) {
                  "arena-db seen by every policy, baselines data-parallel only and refused where dp_mem.json says "
                  "it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
                  "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
-                 "restart overhead, deadlines 5x looser); see README");
+                 "restart overhead, deadlines 5x looser); see docs/deadlines-and-settings.md");
   app.add_option("--deadline-slack", deadline_slack,
                  "Multiply each job's time to its deadline (deadline - submit) by this (default 1; 5 under "
                  "--setting arena-artifact, as the artifact's simulator)");
