@@ -11,6 +11,7 @@
 #include "policy/arena_admission.h"
 #include "policy/network_model.h"
 #include "policy/goodput_alloc.h"
+#include "policy/job_facts_cache.h"
 #include "policy/placement.h"
 #include "policy/throughput.h"
 
@@ -115,12 +116,13 @@ class ArenaPolicy : public Policy {
     // decisions (the first `num_curves` of curves_ are this decision's).
     size_t num_curves = 0;
     std::vector<std::pair<double, int>> ranked;  // (weight, curve) for the priority order
-    ++decision_;
     // Grids priced at full bandwidth depend only on the job, the cluster
     // and the belief: kept across decisions (GridsOf).
     const bool keep_grids = !(p_.network && cluster.num_racks() > 1);
-    for (const JobView* job : snap.jobs) {
-      const JobGrids& jg = GridsOf(*job, snap, load, keep_grids);
+    if (keep_grids) kept_grids_.Begin(snap);
+    for (size_t position = 0; position < snap.jobs.size(); ++position) {
+      const JobView* job = snap.jobs[position];
+      const JobGrids& jg = GridsOf(*job, position, snap, load, keep_grids);
       const std::vector<Grid>& grids = jg.grids;
       if (grids.empty()) {
         reject.reject.push_back({job->index, NeverRunsReason(*job, snap, std::max(1, job->spec->requested_gpus))});
@@ -190,10 +192,6 @@ class ArenaPolicy : public Policy {
       ++num_curves;
     }
     const std::span<const JobCurves> curves(curves_.data(), num_curves);
-    if (grid_cache_.size() > 2 * snap.jobs.size() + 256) {
-      // Forget the jobs this decision did not see (finished, rejected).
-      std::erase_if(grid_cache_, [&](const auto& e) { return e.second.used != decision_; });
-    }
     std::vector<GoodputGrant> grants;
     if (p_.backfill && p_.marginal) {
       grants = AllocateByMarginalUtility(curves, capacity);
@@ -291,6 +289,7 @@ class ArenaPolicy : public Policy {
   // reference grid, each grid's rate relative to it, and the parts of a
   // restart onto it (loading the checkpoint on its nodes, the plan search).
   struct JobGrids {
+    int rigid = -1;  // RigidJob when computed (-1: not yet)
     std::vector<Grid> grids;
     size_t ref = 0;
     double ckpt_bytes = 0;
@@ -320,30 +319,19 @@ class ArenaPolicy : public Policy {
     return 0;
   }
 
-  // The job's grids (Grids): with `keep` (grids priced at full bandwidth),
-  // kept from an earlier decision while the job's spec, the cluster and the
-  // belief (its version) are the same; otherwise computed for this one.
-  const JobGrids& GridsOf(const JobView& job, const Snapshot& snap, const NetworkLoad& load, bool keep) {
-    if (!keep) {
-      scratch_grids_.grids = Grids(job, snap, load);
-      Derive(job, *snap.cluster, scratch_grids_);
-      return scratch_grids_;
+  // The grids of snap.jobs[position] (Grids): with `keep` (grids priced at
+  // full bandwidth), kept from an earlier decision (kept_grids_, on which
+  // Begin was called for `snap`); otherwise computed for this one.
+  const JobGrids& GridsOf(const JobView& job, size_t position, const Snapshot& snap, const NetworkLoad& load,
+                          bool keep) {
+    JobGrids& jg = keep ? kept_grids_.At(position) : scratch_grids_;
+    const int rigid = RigidJob(job) ? 1 : 0;
+    if (!keep || jg.rigid != rigid) {
+      jg.rigid = rigid;
+      jg.grids = Grids(job, snap, load);
+      Derive(job, *snap.cluster, jg);
     }
-    KeptGrids& k = grid_cache_[job.index];
-    const bool rigid = RigidJob(job);
-    const uint64_t version = snap.belief->version();
-    if (k.spec != job.spec || k.cluster != snap.cluster || k.belief != snap.belief || k.version != version ||
-        k.rigid != rigid) {
-      k.spec = job.spec;
-      k.cluster = snap.cluster;
-      k.belief = snap.belief;
-      k.version = version;
-      k.rigid = rigid;
-      k.grids.grids = Grids(job, snap, load);
-      Derive(job, *snap.cluster, k.grids);
-    }
-    k.used = decision_;
-    return k.grids;
+    return jg;
   }
 
   // Jobs in weight order: each takes its most valuable grid that fits
@@ -406,21 +394,9 @@ class ArenaPolicy : public Policy {
   PolicyTraits traits_;
   std::unique_ptr<NetworkModel> network_;  // the cluster's fabric, built once
   std::unordered_map<std::string, double> checkpoint_bytes_;
-  // Grids kept across decisions (GridsOf), by job index, with what they
-  // were computed from.
-  struct KeptGrids {
-    const JobSpec* spec = nullptr;
-    const Cluster* cluster = nullptr;
-    const ThroughputModel* belief = nullptr;
-    uint64_t version = 0;
-    bool rigid = false;
-    JobGrids grids;
-    uint64_t used = 0;  // the decision that last used them
-  };
-  std::unordered_map<int, KeptGrids> grid_cache_;
+  JobFactsCache<JobGrids> kept_grids_;  // grids kept across decisions (GridsOf)
   JobGrids scratch_grids_;
   std::vector<JobCurves> curves_;  // buffers reused by each decision
-  uint64_t decision_ = 0;
   int64_t admitted_ = 0;
   int64_t migrations_ = 0;
 };
