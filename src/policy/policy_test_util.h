@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "policy/corrected_throughput.h"
 #include "policy/placement.h"
 #include "policy/policy.h"
 
@@ -112,6 +113,22 @@ class PolicyFixture {
   std::vector<int> free_;
   std::vector<uint8_t> up_;
 };
+
+// `policy`'s decisions on `f`'s jobs at time 0 under a belief corrected over
+// f's: twice as it stands, then once after SetFactor(job_id, type, factor).
+// A policy that keeps answers across decisions must see the correction.
+inline std::vector<Decision> DecisionsAroundACorrection(Policy& policy, PolicyFixture& f, const std::string& job_id,
+                                                        int type, double factor) {
+  CorrectedThroughput belief(f.belief());
+  Snapshot s = f.Snap(0);
+  s.belief = &belief;
+  std::vector<Decision> out;
+  out.push_back(policy.Decide(s));
+  out.push_back(policy.Decide(s));
+  belief.SetFactor(job_id, type, factor);
+  out.push_back(policy.Decide(s));
+  return out;
+}
 
 // The allocation a decision gives `job`, or nullptr if it does not name it.
 inline const Allocation* Assigned(const Decision& d, int job) {

@@ -111,14 +111,12 @@ TEST(SrtfTest, SeesACorrectedBeliefAtTheNextDecision) {
   int a100 = f.Type("a100-80g");
   f.AddJob(MakeJob("a").Gpus(8).Iterations(100));
   f.AddJob(MakeJob("b").Gpus(8).Iterations(200));
-  CorrectedThroughput belief(f.belief());
-  Snapshot s = f.Snap(0);
-  s.belief = &belief;
   auto policy = Srtf();
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
-  belief.SetFactor("a", a100, 10);  // a measured 10x slower: b is the shorter now
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j1=a100-80g x8 on n0:4,n1:4");
+  // a measured 10x slower: b is the shorter now
+  std::vector<Decision> d = testing::DecisionsAroundACorrection(*policy, f, "a", a100, 10);
+  EXPECT_EQ(Show(d[0], f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
+  EXPECT_EQ(Show(d[1], f.cluster()), "j0=a100-80g x8 on n0:4,n1:4");
+  EXPECT_EQ(Show(d[2], f.cluster()), "j1=a100-80g x8 on n0:4,n1:4");
 }
 
 TEST(SrtfTest, RejectsJobThatFitsNowhere) {

@@ -191,14 +191,12 @@ TEST(TiresiasTest, SeesACorrectedBeliefAtTheNextDecision) {
   PolicyFixture f(TwoTypes());
   int a100 = f.Type("a100-80g");
   f.AddJob(MakeJob("a").Gpus(4));
-  CorrectedThroughput belief(f.belief());
-  Snapshot s = f.Snap(0);
-  s.belief = &belief;
   auto policy = Tiresias();
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=a100-80g x4 on n0:4");
-  belief.SetFactor("a", a100, 100);  // measured far slower on the A100s than believed
-  EXPECT_EQ(Show(policy->Decide(s), f.cluster()), "j0=v100-32g x4 on n1:4");
+  // measured far slower on the A100s than believed
+  std::vector<Decision> d = testing::DecisionsAroundACorrection(*policy, f, "a", a100, 100);
+  EXPECT_EQ(Show(d[0], f.cluster()), "j0=a100-80g x4 on n0:4");
+  EXPECT_EQ(Show(d[1], f.cluster()), "j0=a100-80g x4 on n0:4");
+  EXPECT_EQ(Show(d[2], f.cluster()), "j0=v100-32g x4 on n1:4");
 }
 
 }  // namespace

@@ -267,6 +267,17 @@ void SimBackend::Impl::Complete(JobState& j) {
   found.decide = true;
 }
 
+void SimBackend::Impl::TouchRunningAndCompleteDone() {
+  std::vector<int> done;
+  for (int idx : running) {
+    JobState& j = jobs[idx];
+    Touch(j);
+    if (j.view.phase == JobPhase::kRunning && WorkDone(j)) done.push_back(idx);
+  }
+  std::sort(done.begin(), done.end());
+  for (int idx : done) Complete(jobs[idx]);
+}
+
 void SimBackend::Impl::ScheduleFailure(int node) {
   if (config.failures.node_mtbf_s <= 0) return;
   double dt = -std::log(Uniform01(rng)) * config.failures.node_mtbf_s;

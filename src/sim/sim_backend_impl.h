@@ -221,6 +221,10 @@ struct SimBackend::Impl {
 
   void Complete(sim_detail::JobState& j);
 
+  // Brings every job holding GPUs up to `now` and completes, in index
+  // order, the running ones whose work is done (WorkDone).
+  void TouchRunningAndCompleteDone();
+
   void ScheduleFailure(int node);
 
   void Fail(int node);

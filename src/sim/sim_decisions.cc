@@ -228,14 +228,7 @@ void SimBackend::Impl::Observe(Snapshot* snap) {
   // and no policy sees a job whose work is done: it completes first (its
   // completion event may be up to a tick later), so a preemption or
   // resize at the instant a job finishes cannot leave it pending.
-  std::vector<int> done;
-  for (int idx : running) {
-    JobState& j = jobs[idx];
-    Touch(j);
-    if (j.view.phase == JobPhase::kRunning && WorkDone(j)) done.push_back(idx);
-  }
-  std::sort(done.begin(), done.end());
-  for (int idx : done) Complete(jobs[idx]);
+  TouchRunningAndCompleteDone();
   snap->now = now;
   snap->cluster = &cluster;
   snap->free_gpus = free;

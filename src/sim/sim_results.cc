@@ -56,13 +56,7 @@ Result<SimResult> SimBackend::Impl::Finish(SimTime at, int64_t decisions, int64_
     bool stalled = Quiescent();
     SimTime saved = now;
     now = end;
-    std::vector<int> done;
-    for (int idx : running) {
-      Touch(jobs[idx]);
-      if (jobs[idx].view.phase == JobPhase::kRunning && WorkDone(jobs[idx])) done.push_back(idx);
-    }
-    std::sort(done.begin(), done.end());
-    for (int idx : done) Complete(jobs[idx]);
+    TouchRunningAndCompleteDone();
     for (JobState& j : jobs) {
       if ((j.status == Status_::kActive || j.status == Status_::kProfiling) && j.view.phase == JobPhase::kPending)
         Touch(j);
