@@ -1,5 +1,6 @@
 // `tessel job-exec FILE`: what srun runs on every task of a job the daemon
 // launched. Reads the launch file (cluster/launch.h), sets its environment,
+// puts its "prepend" directories first on those path lists (PYTHONPATH),
 // changes to its working directory and exec()s its argv — no shell, so no
 // user argument is ever interpreted. Exit 127 (and a message naming the
 // file) when it cannot.
@@ -34,6 +35,10 @@ CommandAction SetupJobExec(CLI::App& app, CommandIo io) {
       return 127;
     }
     for (const auto& [k, v] : req->env) ::setenv(k.c_str(), v.c_str(), 1);
+    // After env: a PYTHONPATH the spec set, else the inherited one, follows.
+    for (const auto& [k, dir] : req->prepend) {
+      ::setenv(k.c_str(), PrependToPathList(dir, std::getenv(k.c_str())).c_str(), 1);
+    }
     if (::chdir(req->workdir.c_str()) != 0) {
       io.err << "tessel job-exec: cannot enter " << req->workdir << ": " << std::strerror(errno) << "\n";
       return 127;

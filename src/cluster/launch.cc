@@ -1,9 +1,16 @@
 #include "cluster/launch.h"
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
+#include "cluster/framework_args.h"
 #include "core/json_text.h"
 #include "hardware/gpu.h"
+
+#ifndef TESSEL_DEFAULT_PYTHON_DIR
+#define TESSEL_DEFAULT_PYTHON_DIR ""
+#endif
 
 namespace tessel {
 
@@ -75,7 +82,42 @@ std::string LaunchFileJson(const LaunchSpec& s) {
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
   for (const auto& [k, v] : LaunchEnvironment(s)) env[k] = v;
   j["env"] = env;
+  if (!s.python_dir.empty()) j["prepend"] = {{"PYTHONPATH", s.python_dir}};
   return JsonText(j, 2) + "\n";
+}
+
+Result<LaunchFiles> RenderLaunch(const LaunchSpec& spec, const std::string& launch_path) {
+  LaunchFiles files;
+  if (spec.framework == JobFramework::kTessel) {
+    files.launch_text = LaunchFileJson(spec);
+    return files;
+  }
+  FrameworkInputs in;
+  in.plan = spec.plan;
+  in.model_layers = spec.model_layers;
+  in.total_iterations = spec.total_iterations;
+  in.checkpoint_dir = spec.checkpoint_dir;
+  std::string config_path = FrameworkConfigPath(spec.framework, launch_path);
+  Result<FrameworkArgs> args = RenderFrameworkArgs(spec.framework, in, config_path);
+  if (!args.ok()) return args.status();
+  LaunchSpec with_args = spec;
+  with_args.argv.insert(with_args.argv.end(), args->argv.begin(), args->argv.end());
+  files.launch_text = LaunchFileJson(with_args);
+  if (!args->config_text.empty()) {
+    files.config_path = config_path;
+    files.config_text = std::move(args->config_text);
+  }
+  return files;
+}
+
+std::string JobPythonDir() {
+  const char* dir = std::getenv("TESSEL_PYTHON_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : TESSEL_DEFAULT_PYTHON_DIR;
+}
+
+std::string PrependToPathList(const std::string& dir, const char* current) {
+  if (current == nullptr || *current == '\0') return dir;
+  return dir + ":" + current;
 }
 
 Result<ExecRequest> ParseLaunchFile(const std::string& text, const std::string& path) {
@@ -110,6 +152,16 @@ Result<ExecRequest> ParseLaunchFile(const std::string& text, const std::string& 
       return bad(kEnv);
     }
     r.env[k] = v.get<std::string>();
+  }
+  if (auto prepend = j.find("prepend"); prepend != j.end()) {
+    constexpr const char* kPrepend = "prepend: an object of strings (names without '=', nothing with NUL bytes)";
+    if (!prepend->is_object()) return bad(kPrepend);
+    for (const auto& [k, v] : prepend->items()) {
+      if (!c_string(v) || k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos) {
+        return bad(kPrepend);
+      }
+      r.prepend[k] = v.get<std::string>();
+    }
   }
   return r;
 }

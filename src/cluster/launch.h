@@ -6,6 +6,10 @@
 // paths the daemon made (each quoted), srun runs `tessel job-exec FILE` on
 // every task, and job-exec exec()s the job's argv from FILE with its
 // environment and working directory.
+//
+// A job naming a framework (job spec `framework:`) also gets its plan as that
+// framework's arguments, appended to its argv, and config file, written
+// beside the launch file (cluster/framework_args.h; RenderLaunch).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "core/status.h"
 #include "perf/parallel_plan.h"
+#include "workload/job_framework.h"
 
 namespace tessel {
 
@@ -45,6 +50,13 @@ struct LaunchSpec {
   bool profile = false;
   int profile_steps = 5;
   int profile_layers = 0;
+  // The framework whose arguments the job gets (kTessel: none) and the
+  // model's layer count they may need (0 = unknown).
+  JobFramework framework = JobFramework::kTessel;
+  int model_layers = 0;
+  // Put first on the job's PYTHONPATH, before any PYTHONPATH it has (its
+  // spec's env, else inherited), so it can `import tessel_job`; "" = none.
+  std::string python_dir;
 
   int tasks() const;
 };
@@ -60,16 +72,40 @@ std::string PlanJson(const LaunchSpec& spec);
 std::map<std::string, std::string> LaunchEnvironment(const LaunchSpec& spec);
 
 // The launch file job-exec reads: {"argv": [...], "workdir": "...",
-// "env": {...}}.
+// "env": {...}} and, with a python_dir, "prepend": {"PYTHONPATH": dir}.
+// spec.argv as it is (RenderLaunch adds a framework's arguments).
 std::string LaunchFileJson(const LaunchSpec& spec);
 
+// What one launch writes: the launch file's text (argv with the framework's
+// arguments appended) and, for a framework that reads a config file, that
+// file's path (FrameworkConfigPath beside `launch_path`) and text.
+// InvalidArgument naming the framework and why when it cannot express
+// spec.plan (cluster/framework_args.h).
+struct LaunchFiles {
+  std::string launch_text;
+  std::string config_path;  // "" = none
+  std::string config_text;
+};
+Result<LaunchFiles> RenderLaunch(const LaunchSpec& spec, const std::string& launch_path);
+
+// The directory of tessel's job-side Python package (`tessel_job`): the
+// daemon's $TESSEL_PYTHON_DIR when set and not empty, else the source
+// tree's python/ as built (CMake's TESSEL_DEFAULT_PYTHON_DIR).
+std::string JobPythonDir();
+
+// `dir` first on a colon-separated path list whose value is `current`
+// (nullptr or "" = unset): "dir" or "dir:current".
+std::string PrependToPathList(const std::string& dir, const char* current);
+
 // What job-exec does with a launch file, short of exec: the argv, working
-// directory and environment additions. InvalidArgument naming `path` when
-// the file is not what LaunchFileJson writes.
+// directory, environment additions and the path lists to prepend to once
+// those are set (PrependToPathList). InvalidArgument naming `path` when the
+// file is not what LaunchFileJson writes ("prepend" may be absent).
 struct ExecRequest {
   std::vector<std::string> argv;
   std::string workdir;
   std::map<std::string, std::string> env;
+  std::map<std::string, std::string> prepend;
 };
 Result<ExecRequest> ParseLaunchFile(const std::string& text, const std::string& path);
 

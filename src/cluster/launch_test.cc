@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -75,6 +76,69 @@ TEST(Launch, LaunchFileRoundTripsArgvLiterally) {
   EXPECT_EQ(r->env.at("TESSEL_JOB_NAME"), "tiny-a");
 }
 
+TEST(Launch, AFrameworkGetsItsArgumentsAfterTheJobsAndItsConfigBesideTheLaunchFile) {
+  LaunchSpec s = Spec();
+  s.framework = JobFramework::kDeepspeed;
+  s.model_layers = 24;
+  s.plan.zero = 2;
+  s.plan.recompute = Recompute::kNone;
+  auto files = RenderLaunch(s, "/state/jobs/7/launch.2.json");
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->config_path, "/state/jobs/7/launch.2.deepspeed.json");
+  EXPECT_NE(files->config_text.find("\"train_batch_size\": 24"), std::string::npos) << files->config_text;
+  auto r = ParseLaunchFile(files->launch_text, "l.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> argv = s.argv;
+  argv.insert(argv.end(), {"--deepspeed", "--deepspeed_config", "/state/jobs/7/launch.2.deepspeed.json"});
+  EXPECT_EQ(r->argv, argv);
+  EXPECT_EQ(r->env.at("TESSEL_ZERO_STAGE"), "2") << "the environment contract still holds";
+  EXPECT_EQ(r->env.at("TESSEL_DP"), "3");
+
+  s.framework = JobFramework::kMegatron;
+  files = RenderLaunch(s, "/state/jobs/7/launch.2.json");
+  ASSERT_FALSE(files.ok()) << "megatron has no ZeRO-2";
+  EXPECT_EQ(files.status().code(), StatusCode::kInvalidArgument);
+  const std::string why = "megatron cannot express plan d3 t1 p1 mb4x2 rc=none z2 fp32: ZeRO stage 2";
+  EXPECT_EQ(files.status().message().rfind(why, 0), 0u) << files.status().message();
+
+  s.framework = JobFramework::kTessel;
+  files = RenderLaunch(s, "/state/jobs/7/launch.2.json");
+  ASSERT_TRUE(files.ok());
+  EXPECT_EQ(files->launch_text, LaunchFileJson(s));
+  EXPECT_TRUE(files->config_path.empty());
+}
+
+TEST(Launch, PythonDirGoesFirstOnPythonPath) {
+  LaunchSpec s = Spec();
+  auto r = ParseLaunchFile(LaunchFileJson(s), "l.json");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->prepend.empty()) << "none without a python_dir";
+  s.python_dir = "/opt/tessel/python";
+  r = ParseLaunchFile(LaunchFileJson(s), "l.json");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->prepend, (std::map<std::string, std::string>{{"PYTHONPATH", "/opt/tessel/python"}}));
+  EXPECT_EQ(r->env.count("PYTHONPATH"), 0u) << "a user's PYTHONPATH is kept, after it";
+  EXPECT_EQ(PrependToPathList("/opt/tessel/python", nullptr), "/opt/tessel/python");
+  EXPECT_EQ(PrependToPathList("/opt/tessel/python", ""), "/opt/tessel/python");
+  EXPECT_EQ(PrependToPathList("/opt/tessel/python", "/a:/b"), "/opt/tessel/python:/a:/b");
+}
+
+TEST(Launch, JobPythonDirIsTheSourceTreesUnlessTheDaemonSaysOtherwise) {
+  const char* saved = std::getenv("TESSEL_PYTHON_DIR");
+  std::string keep = saved != nullptr ? saved : "";
+  unsetenv("TESSEL_PYTHON_DIR");
+  EXPECT_EQ(JobPythonDir(), std::string(TESSEL_SOURCE_DIR) + "/python");
+  setenv("TESSEL_PYTHON_DIR", "", 1);
+  EXPECT_EQ(JobPythonDir(), std::string(TESSEL_SOURCE_DIR) + "/python") << "empty means unset";
+  setenv("TESSEL_PYTHON_DIR", "/site/tessel-python", 1);
+  EXPECT_EQ(JobPythonDir(), "/site/tessel-python");
+  if (saved != nullptr) {
+    setenv("TESSEL_PYTHON_DIR", keep.c_str(), 1);
+  } else {
+    unsetenv("TESSEL_PYTHON_DIR");
+  }
+}
+
 TEST(Launch, BadLaunchFilesAreRefusedNamingTheFile) {
   for (const char* text : {"", "[]", "{\"argv\": [], \"workdir\": \"/\", \"env\": {}}",
                            "{\"argv\": [1], \"workdir\": \"/\", \"env\": {}}",
@@ -85,7 +149,9 @@ TEST(Launch, BadLaunchFilesAreRefusedNamingTheFile) {
                            "{\"argv\": [\"true\"], \"workdir\": \"/\", \"env\": {}}",
                            "{\"argv\": [\"/bin/true\\u0000x\"], \"workdir\": \"/\", \"env\": {}}",
                            "{\"argv\": [\"/bin/true\"], \"workdir\": \"rel\", \"env\": {}}",
-                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": \"a\\u0000\"}}"}) {
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {\"A\": \"a\\u0000\"}}",
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {}, \"prepend\": [\"/p\"]}",
+                           "{\"argv\": [\"/bin/true\"], \"workdir\": \"/\", \"env\": {}, \"prepend\": {\"P=\": \"/p\"}}"}) {
     auto r = ParseLaunchFile(text, "x/launch.json");
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.status().message().rfind("x/launch.json: not a tessel launch file", 0), 0u) << r.status().message();

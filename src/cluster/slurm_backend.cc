@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/framework_args.h"
 #include "cluster/launch.h"
 #include "cluster/metrics_file.h"
 #include "core/json_text.h"
@@ -292,12 +293,25 @@ struct SlurmBackend::Impl {
 
   // --- launching ---------------------------------------------------------------
 
-  // A plan for `alloc`: the decision's first plan when it gave a set, else
-  // the belief's plan for the allocation.
+  // A plan for `alloc` that the job's framework can express: the first such
+  // of the decision's plans when it gave a set (fastest first, each later
+  // one leaner), else the belief's plan for the allocation. The
+  // framework's refusal (naming it and why) when none can be expressed.
   Result<ParallelPlan> PlanFor(const Tracked& t, const Allocation& alloc, const std::vector<PlanChoice>* set) {
-    if (set != nullptr && !set->empty()) return set->front().plan;
+    const JobFramework fw = t.dspec.framework;
+    const int layers = t.dspec.model.NumLayers();
+    if (set != nullptr && !set->empty()) {
+      Status first_refusal;
+      for (const PlanChoice& c : *set) {
+        Status s = CheckFrameworkPlan(fw, c.plan, layers);
+        if (s.ok()) return c.plan;
+        if (first_refusal.ok()) first_refusal = s;
+      }
+      return first_refusal;
+    }
     const JobRate& r = belief.Rate(t.spec, alloc.type, alloc.gpus(), alloc.nodes());
     if (!r.fits) return FailedPrecondition("does not fit on " + Describe(alloc) + ": " + r.reason);
+    TESSEL_RETURN_IF_ERROR(CheckFrameworkPlan(fw, r.plan, layers));
     return r.plan;
   }
 
@@ -311,7 +325,12 @@ struct SlurmBackend::Impl {
   // per GPU).
   Result<SubmitRequest> Prepare(const LaunchSpec& ls, const std::string& slurm_name, const std::string& gres,
                                 const SubmissionFiles& files) {
-    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(files.launch, LaunchFileJson(ls)));
+    Result<LaunchFiles> rendered = RenderLaunch(ls, files.launch);
+    if (!rendered.ok()) return rendered.status();  // the framework cannot express the plan
+    if (!rendered->config_path.empty()) {
+      TESSEL_RETURN_IF_ERROR(WriteFileAtomic(rendered->config_path, rendered->config_text));
+    }
+    TESSEL_RETURN_IF_ERROR(WriteFileAtomic(files.launch, rendered->launch_text));
     TESSEL_RETURN_IF_ERROR(WriteFileAtomic(
         files.script, BatchScript(opt.tessel_binary, {"--kill-on-bad-exit=0"}, files.launch, files.exit)));
     std::error_code ec;
@@ -353,10 +372,20 @@ struct SlurmBackend::Impl {
     ls.argv = t.dspec.command;
     ls.workdir = t.dspec.workdir;
     ls.user_env = t.dspec.env;
+    ls.framework = t.dspec.framework;
+    ls.model_layers = t.dspec.model.NumLayers();
+    ls.python_dir = opt.python_dir;
     std::string dir = JobDir(t.id), n = std::to_string(launch);
     Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id), inv.gres_types[alloc.parts.front().node],
                                         {dir + "/launch." + n + ".json", dir + "/batch." + n + ".sh",
                                          dir + "/slurm." + n + ".out", ExitPath(t.id, launch)});
+    if (!req.ok() && req.status().code() == StatusCode::kInvalidArgument) {
+      // The job's framework cannot express the plan (PlanFor checks first,
+      // so a plan stored before it): this job fails, the loop goes on.
+      SetState(t, JobState::kFailed, now, req.status().message());
+      Drop(t);
+      return Status::Ok();
+    }
     if (!req.ok()) return req.status();
 
     StoredAllocation stored;
@@ -623,6 +652,9 @@ struct SlurmBackend::Impl {
       ls.user_env = t.dspec.env;
       ls.profile = true;
       ls.profile_layers = layers;
+      ls.framework = t.dspec.framework;  // a plan it cannot express: no profile on this type
+      ls.model_layers = layers;
+      ls.python_dir = opt.python_dir;
       std::string dir = JobDir(t.id), tag = dir + "/profile." + std::to_string(type);
       std::error_code ec;
       fs::create_directories(dir, ec);

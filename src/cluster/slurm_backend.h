@@ -50,6 +50,7 @@ struct SlurmBackendOptions {
   int max_failures = 3;                          // launches that fail on their own before the job fails
   int rendezvous_port_base = 29500;              // + (id * 16 + launch) % 10000
   std::string rendezvous_addr;                   // MASTER_ADDR; "": the first node's name
+  std::string python_dir;                        // first on jobs' PYTHONPATH; "" = none (JobPythonDir())
 };
 
 // The daemon's cluster as Slurm shows it: one pool per (catalog GPU, GPUs

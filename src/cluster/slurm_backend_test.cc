@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,9 +74,9 @@ class SlurmBackendTest : public ::testing::Test {
   }
 
   // A stored job from a valid spec of the example job.
-  int64_t AddJob(int gpus) {
+  int64_t AddJob(int gpus, const std::string& more_yaml = "") {
     std::string spec = "name: t\nmodel: gpt3-350m\nglobal_batch: 8\niterations: 10\ncommand: [/bin/true]\ngpus: " +
-                       std::to_string(gpus) + "\n";
+                       std::to_string(gpus) + "\n" + more_yaml;
     auto parsed = ParseJobSpec(spec, "t.yaml", dir_);
     EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
     NewJob n;
@@ -341,6 +342,68 @@ TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheM
   ASSERT_TRUE(backend.Advance(Seconds(21)).ok());
   EXPECT_EQ(store_->Job(second)->state, JobState::kPending);
   EXPECT_EQ(store_->Corrections(second)->size(), 2u);
+}
+
+TEST_F(SlurmBackendTest, AFrameworkRunsTheFirstPlanItCanExpressAndAJobWithNoneFails) {
+  int64_t mg = AddJob(2, "framework: megatron\n");
+  int64_t ds = AddJob(2, "framework: deepspeed\n");
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackendOptions o = Options();
+  o.python_dir = "/opt/tessel/python";
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, o);
+  fake_.InAnyOrder();
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+  Snapshot snap;
+  backend.Observe(Seconds(11), &snap);
+  ASSERT_EQ(snap.jobs.size(), 2u);
+  auto index_of = [&](int64_t id) {
+    for (const JobView* j : snap.jobs)
+      if (j->spec->id == std::to_string(id)) return j->index;
+    return -1;
+  };
+  int a100 = inv_->cluster.FindType("a100-80g");
+  ParallelPlan z3;
+  z3.dp = 2;
+  z3.micro_batch = 4;
+  z3.zero = 3;
+  ParallelPlan z1 = z3;
+  z1.zero = 1;
+  ParallelPlan t2 = z3;
+  t2.dp = 1;
+  t2.tp = 2;
+  t2.num_micro_batches = 2;
+  Decision d;
+  d.assign = {{index_of(mg), Allocation{a100, {{0, 2}}}}, {index_of(ds), Allocation{a100, {{1, 2}}}}};
+  // Megatron: the fastest plan is ZeRO-3, which it cannot run; the next one
+  // is launched. DeepSpeed: its only plan is tensor-parallel.
+  d.plans = {{index_of(mg), {PlanChoice{z3, 1.0, 10}, PlanChoice{z1, 1.1, 12}}},
+             {index_of(ds), {PlanChoice{t2, 1.0, 10}}}};
+  std::string jd = dir_ + "/jobs/" + std::to_string(mg);
+  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(mg), "--nodes=1", "--nodelist=n1",
+                "--ntasks-per-node=2", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
+                "--chdir=" + jd, "--output=" + jd + "/slurm.0.out", "--export=ALL", jd + "/batch.0.sh"})
+      .Stdout("5\n");
+  ASSERT_TRUE(backend.Apply(d, Seconds(11)).ok()) << "a refused plan fails its job, never the loop";
+  EXPECT_EQ(store_->Job(mg)->state, JobState::kStarting);
+  nlohmann::json launch = nlohmann::json::parse(std::ifstream(jd + "/launch.0.json"));
+  EXPECT_EQ(launch["env"]["TESSEL_ZERO_STAGE"], "1");
+  EXPECT_EQ(launch["prepend"]["PYTHONPATH"], "/opt/tessel/python");
+  std::vector<std::string> argv = launch["argv"].get<std::vector<std::string>>();
+  EXPECT_EQ(argv.front(), "/bin/true");
+  EXPECT_NE(std::find(argv.begin(), argv.end(), "--use-distributed-optimizer"), argv.end());
+  EXPECT_EQ(argv.back(), dir_ + "/checkpoints/" + std::to_string(mg)) << "--save/--load: the job's checkpoints";
+  auto failed = store_->Job(ds).value();
+  EXPECT_EQ(failed.state, JobState::kFailed);
+  EXPECT_EQ(failed.reason,
+            "deepspeed cannot express plan d1 t2 p1 mb4x2 rc=none z3 bf16: tensor parallelism (t2) is not "
+            "DeepSpeed's own: it comes from model code such as Megatron-DeepSpeed's; use megatron, or a plan "
+            "with t1");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/command_runner.h"
+#include "cluster/launch.h"
 #include "cluster/slurm_backend.h"
 #include "cluster/slurm_client.h"
 #include "cluster/store.h"
@@ -164,6 +165,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   bo.checkpoint_interval_s = m->opt.checkpoint_interval_s;
   bo.max_failures = m->opt.max_failures;
   bo.rendezvous_addr = m->opt.rendezvous_addr;
+  bo.python_dir = JobPythonDir();
   m->backend = std::make_unique<SlurmBackend>(*m->slurm, *m->store, m->inventory, *m->belief, traits, bo);
   TESSEL_RETURN_IF_ERROR(m->backend->Recover(m->clock.Now()));
   LoopConfig lc;

@@ -55,8 +55,8 @@ const char* const kNameRule =
 
 const std::vector<std::string>& KnownFields() {
   static const std::vector<std::string> kFields = {
-      "checkpoint_dir", "command",  "deadline", "elastic", "env",          "global_batch", "gpu_types",
-      "gpus",           "iterations", "max_gpus", "min_gpus", "model", "name",         "priority",  "workdir"};
+      "checkpoint_dir", "command",  "deadline", "elastic",  "env",   "framework", "global_batch", "gpu_types",
+      "gpus",           "iterations", "max_gpus", "min_gpus", "model", "name",      "priority",     "workdir"};
   return kFields;
 }
 
@@ -241,6 +241,7 @@ class SpecParser {
   void ReadCommand(const Field& f, DaemonJobSpec* spec);
   void ReadGpuTypes(const Field& f, DaemonJobSpec* spec);
   void ReadEnv(const Field& f, DaemonJobSpec* spec);
+  void ReadFramework(const Field& f, DaemonJobSpec* spec);
 
   std::string file_;
   fs::path base_;
@@ -498,6 +499,36 @@ void SpecParser::ReadEnv(const Field& f, DaemonJobSpec* spec) {
   }
 }
 
+void SpecParser::ReadFramework(const Field& f, DaemonJobSpec* spec) {
+  const std::string expect = "one of " + Join(SpecFrameworkNames(), ", ") +
+                             " (leave it out for tessel's own environment contract)";
+  auto s = String(f.name, f.line, f.value, expect);
+  if (!s) return;
+  std::optional<JobFramework> fw = FindSpecFramework(*s);
+  if (!fw) {
+    Problem(f.line, f.name, "must be " + expect + ", got " + Quote(*s));
+    return;
+  }
+  spec->framework = *fw;
+  // torchtitan reads the first --job.config_file on its command line
+  // (torchtitan/config/manager.py, _maybe_load_toml): one in the command
+  // would hide the plan's.
+  if (*fw == JobFramework::kTorchtitan) {
+    for (size_t i = 1; i < spec->command.size(); ++i) {
+      const std::string& a = spec->command[i];
+      for (const char* key : {"--job.config_file", "--job.config-file"}) {
+        if (a == key || StartsWith(a, std::string(key) + "=")) {
+          Problem(f.line, f.name,
+                  "torchtitan reads only the first --job.config_file, and command[" + std::to_string(i) +
+                      "] passes one: the plan's would be ignored; pass those settings as --section.option "
+                      "flags instead");
+          return;
+        }
+      }
+    }
+  }
+}
+
 Result<DaemonJobSpec> SpecParser::Parse(std::string_view text) {
   if (text.size() > kMaxJobSpecBytes) {
     return Fail(0, "the spec is " + std::to_string(text.size()) + " bytes; at most " +
@@ -674,6 +705,8 @@ Result<DaemonJobSpec> SpecParser::Parse(std::string_view text) {
     }
   }
 
+  if (const Field* f = get("framework")) ReadFramework(*f, &spec);
+
   if (!problems_.empty()) {
     std::stable_sort(problems_.begin(), problems_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -744,6 +777,7 @@ std::string DaemonJobSpecToJson(const DaemonJobSpec& spec) {
   j["priority"] = spec.priority;
   j["env"] = spec.env;
   if (spec.deadline_s > 0) j["deadline_s"] = spec.deadline_s;
+  if (spec.framework != JobFramework::kTessel) j["framework"] = JobFrameworkName(spec.framework);
   return JsonText(j);
 }
 
@@ -768,6 +802,12 @@ Result<DaemonJobSpec> DaemonJobSpecFromJson(std::string_view json) {
     s.priority = j.at("priority").get<int>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
     if (j.contains("deadline_s")) s.deadline_s = j.at("deadline_s").get<int64_t>();  // specs stored before it: none
+    if (j.contains("framework")) {  // specs stored before it, or without one: tessel's contract
+      std::string name = j.at("framework").get<std::string>();
+      std::optional<JobFramework> fw = FindSpecFramework(name);
+      if (!fw) return InvalidArgument("stored job spec '" + s.name + "': unknown framework " + Quote(name));
+      s.framework = *fw;
+    }
     if (s.model_yaml.empty()) {
       auto m = FindModel(model);
       if (!m.ok()) return InvalidArgument("stored job spec '" + s.name + "': " + m.status().message());

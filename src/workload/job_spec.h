@@ -41,6 +41,13 @@
 //   env: {KEY: value}     # optional extra environment; keys
 //                         #   [A-Za-z_][A-Za-z0-9_]*, not starting with
 //                         #   TESSEL_ or SLURM_; values scalars (read as text)
+//   framework: megatron   # optional; megatron, torchtitan or deepspeed: the
+//                         #   plan is also passed as that framework's own
+//                         #   arguments or config file (docs/frameworks.md);
+//                         #   default none: tessel's environment contract
+//                         #   only. With torchtitan the command must not
+//                         #   pass its own --job.config_file (torchtitan
+//                         #   reads the first one only).
 //
 // Integers are decimal and must fit their field (int, 64-bit for
 // iterations); booleans are true or false. The text must be UTF-8 without
@@ -59,6 +66,7 @@
 
 #include "core/status.h"
 #include "model/model.h"
+#include "workload/job_framework.h"
 #include "workload/job.h"
 
 namespace tessel {
@@ -86,6 +94,7 @@ struct DaemonJobSpec {
   int priority = 0;
   std::map<std::string, std::string> env;
   int64_t deadline_s = 0;  // seconds after submission it should finish by; 0 = none
+  JobFramework framework = JobFramework::kTessel;
 };
 
 // Parses and validates a spec. `file_name` names it in errors; `base_dir`

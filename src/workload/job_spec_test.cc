@@ -305,6 +305,30 @@ TEST_F(JobSpecTest, BlockStyleShapeModelAndResnet) {
   EXPECT_EQ(spec->model.kind, ModelKind::kCnn);
 }
 
+TEST_F(JobSpecTest, FrameworkIsOneOfThreeAndDefaultsToTesselsContract) {
+  EXPECT_EQ(Parse(kGood)->framework, JobFramework::kTessel);
+  for (JobFramework f : {JobFramework::kMegatron, JobFramework::kTorchtitan, JobFramework::kDeepspeed}) {
+    auto spec = Parse(kGood + "framework: " + JobFrameworkName(f) + "\n");
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    EXPECT_EQ(spec->framework, f);
+    auto back = DaemonJobSpecFromJson(DaemonJobSpecToJson(*spec));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->framework, f);
+  }
+  // Megatron's and DeepSpeed's own flags in the command are fine: argparse
+  // keeps the last, which is the plan's.
+  auto spec = Parse(WithLine("command", "command: [$DIR/train.sh, --deepspeed_config, x.json]") +
+                    "framework: deepspeed\n");
+  EXPECT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_NE(DaemonJobSpecToJson(*Parse(kGood + "framework: torchtitan\n")).find(R"("framework":"torchtitan")"),
+            std::string::npos);
+  std::string stored = DaemonJobSpecToJson(*Parse(kGood));
+  stored.insert(stored.size() - 1, R"(,"framework":"jax")");
+  auto bad = DaemonJobSpecFromJson(stored);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "stored job spec 'tiny-a': unknown framework \"jax\"");
+}
+
 TEST_F(JobSpecTest, JsonRoundTrip) {
   for (const std::string& yaml :
        {kGood, WithLine("model", "model: {name: spec-json, layers: 2, hidden: 64, heads: 4, seq_len: 32}") +
@@ -351,8 +375,8 @@ std::string Repeat(const std::string& s, int n) {
 }
 
 const char* const kKnownFields =
-    "known: checkpoint_dir, command, deadline, elastic, env, global_batch, gpu_types, gpus, iterations, "
-    "max_gpus, min_gpus, model, name, priority, workdir";
+    "known: checkpoint_dir, command, deadline, elastic, env, framework, global_batch, gpu_types, gpus, "
+    "iterations, max_gpus, min_gpus, model, name, priority, workdir";
 
 std::vector<BadCase> BadCases() {
   const std::string mapping = "expected a mapping with name, model, global_batch, iterations, command";
@@ -527,6 +551,27 @@ std::vector<BadCase> BadCases() {
        "jobs/a.yaml:8: env.SLURM_JOB_ID: names starting with TESSEL_ or SLURM_ are reserved for the daemon"},
       {"EnvDuplicate", kGood + "env: {A: 1, A: 2}\n", "jobs/a.yaml:6: env.A: duplicate key"},
       {"EnvValueList", kGood + "env: {A: [1]}\n", "jobs/a.yaml:6: env.A: must be a string, got a list"},
+      // Framework.
+      {"FrameworkUnknown", kGood + "framework: megatron-lm\n",
+       "jobs/a.yaml:6: framework: must be one of megatron, torchtitan, deepspeed (leave it out for tessel's own "
+       "environment contract), got \"megatron-lm\""},
+      {"FrameworkTesselIsTheDefaultNotAName", kGood + "framework: tessel\n",
+       "jobs/a.yaml:6: framework: must be one of megatron, torchtitan, deepspeed (leave it out for tessel's own "
+       "environment contract), got \"tessel\""},
+      {"FrameworkCaseMatters", kGood + "framework: Megatron\n",
+       "jobs/a.yaml:6: framework: must be one of megatron, torchtitan, deepspeed (leave it out for tessel's own "
+       "environment contract), got \"Megatron\""},
+      {"FrameworkList", kGood + "framework: [megatron]\n",
+       "jobs/a.yaml:6: framework: must be one of megatron, torchtitan, deepspeed (leave it out for tessel's own "
+       "environment contract), got a list"},
+      {"TorchtitanWithItsOwnConfigFile",
+       WithLine("command", "command: [$DIR/train.sh, --job.config_file, my.toml]") + "framework: torchtitan\n",
+       "jobs/a.yaml:6: framework: torchtitan reads only the first --job.config_file, and command[1] passes one: "
+       "the plan's would be ignored; pass those settings as --section.option flags instead"},
+      {"TorchtitanWithItsOwnConfigFileAfterEquals",
+       "framework: torchtitan\n" + WithLine("command", "command: [$DIR/train.sh, --job.config-file=my.toml]"),
+       "jobs/a.yaml:1: framework: torchtitan reads only the first --job.config_file, and command[1] passes one: "
+       "the plan's would be ignored; pass those settings as --section.option flags instead"},
       // Several problems: all reported, in line order.
       {"AllErrorsInLineOrder",
        "gpus: 0\nname: ok\nmodel: nope-model\nglobal_batch: x\ncommand: [$DIR/train.sh]\nwat: 1\n",
