@@ -25,15 +25,31 @@ TRAIN = os.path.join(HERE, "train.py")
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
 # A small shape: the property under test does not depend on size.
-SHAPE = ["--layers", "2", "--hidden", "32", "--heads", "4", "--seq-len", "16", "--vocab", "64"]
+SHAPE = ["--layers", "4", "--hidden", "32", "--heads", "4", "--seq-len", "16", "--vocab", "64"]
 GLOBAL_BATCH = 12          # divisible by 1, 2, 3 and 4 replicas
 STEPS = 16                 # TESSEL_TOTAL_ITERATIONS of the loss-curve runs
-# (micro_batch, num_micro_batches) per world size; dp * mb * n == GLOBAL_BATCH for each.
-SPLIT = {1: (6, 2), 2: (3, 2), 3: (2, 2), 4: (3, 1)}
+# The plan of each world size the loss-curve tests launch (data-parallel unless a test names
+# another): num_micro_batches per world size; micro_batch = GLOBAL_BATCH / (dp * n).
+SPLIT = {1: 2, 2: 2, 3: 2, 4: 1}
 # Throttle: each rank sleeps this long per sample per step, so a step lasts long enough
 # (>= 0.05 s) for the test to signal a run mid-way.
 THROTTLE = ["--sim-seconds-per-sample", "0.01"]
 TIMEOUT_S = 120
+
+# The plans of the resumed launches: a pipeline of three uneven stages, then tensor- and
+# data-parallel with ZeRO-3.
+PLAN_3 = {"pp": 3, "num_micro_batches": 3}
+PLAN_4 = {"dp": 2, "tp": 2, "zero_stage": 3, "recompute": "selective", "num_micro_batches": 2}
+# Four-process plans mixing t, p, d, ZeRO 1-3, recompute and micro-batching, run by hand
+# through the contract (test_four_process_plans): each gives the one-process curve.
+FOUR_PROCESS_PLANS = {
+    "t2-p2-full": {"tp": 2, "pp": 2, "num_micro_batches": 2, "recompute": "full"},
+    "d2-t2-zero1-selective": {"dp": 2, "tp": 2, "zero_stage": 1, "recompute": "selective",
+                              "num_micro_batches": 2},
+    "d2-p2-zero2": {"dp": 2, "pp": 2, "zero_stage": 2, "num_micro_batches": 3},
+    "p2-interleaved-d2-zero3": {"dp": 2, "pp": 2, "virtual_stages": 2, "zero_stage": 3,
+                                "num_micro_batches": 2},
+}
 
 STEP_KEYS = {"step", "step_time_s", "samples", "loss", "time", "world_size"}
 
@@ -45,22 +61,30 @@ def free_port():
 
 
 def contract_env(world, rank, workdir, metrics, ckpt, launch=0, total=STEPS, recompute="none",
-                 **overrides):
-    """The environment tessel serve gives rank `rank` of a `world`-process launch."""
-    mb, nmb = SPLIT[world]
-    plan = {"dp": world, "tp": 1, "pp": 1, "micro_batch": mb, "num_micro_batches": nmb,
-            "global_batch": GLOBAL_BATCH, "recompute": recompute, "zero_stage": 0,
-            "precision": "fp32", "gpu_type": "a100-80g", "gpus": world, "nodes": 1}
+                 plan=None, **overrides):
+    """The environment tessel serve gives rank `rank` of a `world`-process launch. `plan`
+    (dp, tp, pp, virtual_stages, num_micro_batches, zero_stage) defaults to data-parallel."""
+    plan = dict(plan or {"dp": world, "num_micro_batches": SPLIT.get(world, 1)})
+    tp, pp = plan.get("tp", 1), plan.get("pp", 1)
+    dp = plan.get("dp", world // (tp * pp))
+    nmb = plan.get("num_micro_batches", 1)
+    mb = GLOBAL_BATCH // (dp * nmb)
+    plan = {"dp": dp, "tp": tp, "pp": pp, "virtual_stages": plan.get("virtual_stages", 1),
+            "micro_batch": mb, "num_micro_batches": nmb, "global_batch": GLOBAL_BATCH,
+            "recompute": plan.get("recompute", recompute),
+            "zero_stage": plan.get("zero_stage", 0), "precision": "fp32",
+            "gpu_type": "a100-80g", "gpus": world, "nodes": 1}
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TESSEL_", "SLURM_", "MASTER_"))}
     env.update({
         "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank), "SLURM_NTASKS": str(world),
         "TESSEL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
         "TESSEL_JOB_ID": "7", "TESSEL_JOB_NAME": "test-job", "TESSEL_LAUNCH": str(launch),
-        "TESSEL_DP": str(world), "TESSEL_TP": "1", "TESSEL_PP": "1",
+        "TESSEL_DP": str(dp), "TESSEL_TP": str(tp), "TESSEL_PP": str(pp),
         "TESSEL_MICRO_BATCH": str(mb), "TESSEL_NUM_MICRO_BATCHES": str(nmb),
-        "TESSEL_GLOBAL_BATCH": str(GLOBAL_BATCH), "TESSEL_RECOMPUTE": recompute,
-        "TESSEL_ZERO_STAGE": "0", "TESSEL_PRECISION": "fp32", "TESSEL_GPU_TYPE": "a100-80g",
+        "TESSEL_GLOBAL_BATCH": str(GLOBAL_BATCH), "TESSEL_RECOMPUTE": plan["recompute"],
+        "TESSEL_ZERO_STAGE": str(plan["zero_stage"]), "TESSEL_PRECISION": "fp32",
+        "TESSEL_VIRTUAL_STAGES": str(plan["virtual_stages"]), "TESSEL_GPU_TYPE": "a100-80g",
         "TESSEL_PLAN_JSON": json.dumps(plan), "TESSEL_TOTAL_ITERATIONS": str(total),
         "TESSEL_CHECKPOINT_DIR": ckpt, "TESSEL_CHECKPOINT_INTERVAL_S": "600",
         "TESSEL_METRICS_FILE": metrics,
@@ -148,6 +172,14 @@ class Launch:
             log.close()
 
 
+def complete_checkpoints(ckpt):
+    """Steps of the complete checkpoints in a checkpoint directory (a MANIFEST.json each)."""
+    if not os.path.isdir(ckpt):
+        return []
+    return sorted(int(n[len("step-"):]) for n in os.listdir(ckpt)
+                  if n.startswith("step-") and os.path.exists(os.path.join(ckpt, n, "MANIFEST.json")))
+
+
 def read_metrics(path):
     """All lines of a metrics file, each parsed; fails on a line that is not a JSON object."""
     out = []
@@ -199,7 +231,7 @@ class TrainTest(unittest.TestCase):
             cls.resume1_dir = cls.branch_from_stop("resume1")
             cls.resume1 = cls._launch(cls.resume1_dir, 1, launch=1, recompute="full")
             cls.resume34_dir = cls.branch_from_stop("resume34")
-            run = cls._launch(cls.resume34_dir, 3, launch=1)
+            run = cls._launch(cls.resume34_dir, 3, launch=1, plan=PLAN_3)
             try:
                 run.wait_for_step(cls.first_stop + 3)
             except AssertionError as e:
@@ -278,7 +310,7 @@ class TrainTest(unittest.TestCase):
                                      "time": lines[-2]["time"]})
         self.assertEqual(lines[-1]["event"], "done")
         self.assertEqual(lines[-1]["step"], STEPS)
-        self.assertTrue(os.path.exists(os.path.join(self.ref_dir, "ckpt", "checkpoint.pt")))
+        self.assertEqual(complete_checkpoints(os.path.join(self.ref_dir, "ckpt"))[-1], STEPS)
 
     # (2) SIGUSR1 on every rank: exit 85 with an atomic checkpoint at the last step.
     def test_stop_writes_checkpoint_and_exits_85(self):
@@ -290,7 +322,12 @@ class TrainTest(unittest.TestCase):
         self.assertEqual(steps, list(range(1, len(steps) + 1)))
         self.assertEqual(lines[-1]["event"], "checkpoint")
         self.assertEqual(lines[-1]["step"], steps[-1])
-        self.assertEqual(os.listdir(os.path.join(self.stop_dir, "ckpt")), ["checkpoint.pt"])
+        ckpt = os.path.join(self.stop_dir, "ckpt")
+        self.assertEqual(complete_checkpoints(ckpt), [steps[-1]])
+        step_dir = os.path.join(ckpt, "step-%08d" % steps[-1])
+        self.assertEqual(sorted(os.listdir(step_dir)),
+                         ["MANIFEST.json", "shard-00000-of-00002.pt"],
+                         "ZeRO 0: replica 0 writes the shard, no temporary file is left")
 
     # (2) ... resumed with 1 process: the same loss curve, no step skipped or repeated. This
     # launch also recomputes activations (TESSEL_RECOMPUTE=full), which must not change it.
@@ -308,8 +345,10 @@ class TrainTest(unittest.TestCase):
         for o in step_lines(lines):
             self.assertEqual(o["world_size"], 2 if o["step"] <= stopped_at else 1)
 
-    # (2) ... resumed with 3 processes, stopped by SIGTERM reaching only rank 2 (all ranks must
-    # still stop), resumed with 4 processes to the end: the same loss curve.
+    # (2) ... resumed with 3 processes as a 3-stage pipeline (layers split 2+1+1), stopped by
+    # SIGTERM reaching only rank 2 (all ranks must still stop), resumed with 4 processes under
+    # (d2, t2, ZeRO-3, selective recompute) to the end: the same loss curve. Each launch
+    # reshards the checkpoint the previous plan wrote.
     def test_resume_with_three_then_four_processes(self):
         self.assertEqual(self.stop_codes, [85, 85], self.stop_output)
         self.assertIsNone(self.resume3_error)
@@ -319,7 +358,7 @@ class TrainTest(unittest.TestCase):
         second_stop = [o for o in lines if o.get("event") == "checkpoint"][-1]["step"]
         self.assertGreater(second_stop, first_stop + 2)
         self.assertLess(second_stop, STEPS, "the signal came too late to test a resume")
-        run = self._launch(d, 4, launch=2)
+        run = self._launch(d, 4, launch=2, plan=PLAN_4)
         self.assertEqual(run.wait(), [0, 0, 0, 0], run.output())
         lines = read_metrics(os.path.join(d, "metrics.jsonl"))
         self.assert_same_curve(lines)
@@ -337,7 +376,7 @@ class TrainTest(unittest.TestCase):
         lines = read_metrics(os.path.join(d, "metrics.jsonl"))
         self.assertEqual([(o.get("event"), o["step"]) for o in lines],
                          [("start", 0), ("checkpoint", 0)])
-        self.assertTrue(os.path.exists(os.path.join(d, "ckpt", "checkpoint.pt")))
+        self.assertEqual(complete_checkpoints(os.path.join(d, "ckpt")), [0])
 
     # (3) profiling mode: single process, no rendezvous, no checkpoint, profile lines, exit 0.
     def test_profile_mode(self):
@@ -365,22 +404,33 @@ class TrainTest(unittest.TestCase):
                 self.assertIn("running fp32", r.stderr)
         self.assertFalse(os.path.exists(ckpt), "profiling must not write a checkpoint")
 
-    # (4) plans the data-parallel example refuses: exit 2, a message naming the problem.
+    # (4) plans the job refuses: exit 2, a message naming the problem.
     def test_bad_plans_exit_2(self):
         d = os.path.join(self.tmp, "bad")
         os.makedirs(d)
         metrics = os.path.join(d, "metrics.jsonl")
         cases = [
-            ("tp2", 2, {"TESSEL_TP": 2, "TESSEL_PLAN_JSON": None}, "data-parallel only"),
-            ("pp2", 2, {"TESSEL_PP": 2, "TESSEL_PLAN_JSON": None}, "data-parallel only"),
-            ("tp2_in_plan_json", 2, {"TESSEL_TP": None, "TESSEL_PLAN_JSON": json.dumps(
+            ("tp3_heads", 3, {"TESSEL_TP": 3, "TESSEL_DP": 1, "TESSEL_MICRO_BATCH": 6,
+                              "TESSEL_PLAN_JSON": None},
+             "TESSEL_TP=3: heads (4) must be a multiple of tp"),
+            ("tp2_in_plan_json_vs_world", 2, {"TESSEL_TP": None, "TESSEL_DP": None,
+                                              "TESSEL_PLAN_JSON": json.dumps(
                 {"dp": 2, "tp": 2, "pp": 1, "micro_batch": 3, "num_micro_batches": 2,
-                 "global_batch": 12})}, "data-parallel only"),
+                 "global_batch": 12})}, "dp*tp*pp = 4 but the world size is 2"),
+            ("pp_deeper_than_layers", 8, {"TESSEL_PP": 8, "TESSEL_DP": 1,
+                                          "TESSEL_NUM_MICRO_BATCHES": 1,
+                                          "TESSEL_MICRO_BATCH": 12, "TESSEL_PLAN_JSON": None},
+             "TESSEL_PP=8: 8 stages but the model has 4 layers"),
+            ("interleaved_micro_batches", 2, {"TESSEL_PP": 2, "TESSEL_DP": 1,
+                                              "TESSEL_VIRTUAL_STAGES": 2,
+                                              "TESSEL_NUM_MICRO_BATCHES": 3,
+                                              "TESSEL_MICRO_BATCH": 4, "TESSEL_PLAN_JSON": None},
+             "num_micro_batches (3) to be a multiple of pp (2)"),
             ("product", 2, {"TESSEL_GLOBAL_BATCH": 16, "TESSEL_PLAN_JSON": None},
              "dp*micro_batch*num_micro_batches = 2*3*2 = 12"),
             ("dp_not_world", 2, {"TESSEL_DP": 4, "TESSEL_MICRO_BATCH": 3,
                                  "TESSEL_NUM_MICRO_BATCHES": 1, "TESSEL_PLAN_JSON": None},
-             "dp == world size"),
+             "dp*tp*pp = 4 but the world size is 2"),
             ("plan_json_disagrees", 2, {"TESSEL_MICRO_BATCH": 2, "TESSEL_NUM_MICRO_BATCHES": 3},
              "disagrees with TESSEL_PLAN_JSON"),
             ("recompute", 1, {"TESSEL_RECOMPUTE": "some", "TESSEL_PLAN_JSON": None},
@@ -389,7 +439,7 @@ class TrainTest(unittest.TestCase):
              "TESSEL_ZERO_STAGE=4"),
             ("world_vs_ntasks", 2, {"SLURM_NTASKS": 3}, "SLURM_NTASKS=3"),
             ("profile_tp2", 1, {"TESSEL_PROFILE": 1, "TESSEL_TP": 2, "TESSEL_PLAN_JSON": None},
-             "data-parallel only"),
+             "it needs TESSEL_TP=1"),
         ]
         for name, world, overrides, message in cases:
             with self.subTest(name):
@@ -402,6 +452,25 @@ class TrainTest(unittest.TestCase):
                 self.assertIn("train.py: error:", r.stderr)
                 self.assertIn(message, r.stderr)
         self.assertFalse(os.path.exists(metrics), "a refused plan must not write metrics")
+
+    # Four processes under plans mixing t, p, d, ZeRO 1-3, recompute and micro-batching, run by
+    # hand as srun would start them: each gives the reference's curve (the reference is
+    # data-parallel; one process gives it too, test_resume_with_one_process).
+    def test_four_process_plans(self):
+        runs = {}
+        for name, plan in FOUR_PROCESS_PLANS.items():
+            d = os.path.join(self.tmp, "four-" + name)
+            os.makedirs(d)
+            runs[name] = (d, self._launch(d, 4, launch=0, plan=plan))
+        for name, (d, run) in runs.items():
+            with self.subTest(name):
+                self.assertEqual(run.wait(), [0, 0, 0, 0], run.output())
+                lines = read_metrics(os.path.join(d, "metrics.jsonl"))
+                plan = FOUR_PROCESS_PLANS[name]
+                start = lines[0]
+                self.assertEqual((start["tp"], start["pp"], start["zero_stage"]),
+                                 (plan.get("tp", 1), plan.get("pp", 1), plan.get("zero_stage", 0)))
+                self.assert_same_curve(lines)
 
     # The same job with a valid plan but a model shape that differs from the checkpoint's.
     def test_incompatible_checkpoint_exits_2(self):
