@@ -1,7 +1,10 @@
 // `tessel job-exec FILE`: what srun runs on every task of a job the daemon
 // launched. Reads the launch file (cluster/launch.h), sets its environment,
 // puts its "prepend" directories first on those path lists (PYTHONPATH),
-// changes to its working directory and exec()s its argv — no shell, so no
+// gives the task the torch.distributed names of its place (RANK, LOCAL_RANK,
+// WORLD_SIZE from srun's SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, unless
+// already set: Megatron-LM, torchtitan and DeepSpeed read those), changes to
+// its working directory and exec()s its argv — no shell, so no
 // user argument is ever interpreted. Exit 127 (and a message naming the
 // file) when it cannot.
 #include <CLI/CLI.hpp>
@@ -38,6 +41,12 @@ CommandAction SetupJobExec(CLI::App& app, CommandIo io) {
     // After env: a PYTHONPATH the spec set, else the inherited one, follows.
     for (const auto& [k, dir] : req->prepend) {
       ::setenv(k.c_str(), PrependToPathList(dir, std::getenv(k.c_str())).c_str(), 1);
+    }
+    for (const auto& [torch_name, slurm_name] : {std::pair{"RANK", "SLURM_PROCID"},
+                                                  std::pair{"LOCAL_RANK", "SLURM_LOCALID"},
+                                                  std::pair{"WORLD_SIZE", "SLURM_NTASKS"}}) {
+      const char* v = std::getenv(slurm_name);
+      if (v != nullptr && *v != '\0') ::setenv(torch_name, v, /*overwrite=*/0);
     }
     if (::chdir(req->workdir.c_str()) != 0) {
       io.err << "tessel job-exec: cannot enter " << req->workdir << ": " << std::strerror(errno) << "\n";

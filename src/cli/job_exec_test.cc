@@ -24,26 +24,34 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-// Runs job-exec on a launch of /bin/sh writing its PYTHONPATH to a file,
-// with `inherited` (nullptr: unset) in job-exec's own environment; returns
-// what the job saw, or "exit N" when job-exec failed.
-std::string PythonPathSeen(const std::map<std::string, std::string>& spec_env, const char* inherited) {
+// Runs job-exec on a launch of /bin/sh writing `expr` (a shell expansion) to
+// a file, with `env_prefix` before job-exec; returns what the job saw, or
+// "exit N" when job-exec failed.
+std::string Seen(const std::map<std::string, std::string>& spec_env, const std::string& env_prefix,
+                 const std::string& expr) {
   static std::atomic<int> n{0};
   std::string dir = testing::ProcessTempDir() + "/job_exec" + std::to_string(n++);
   std::filesystem::create_directories(dir);
   LaunchSpec s;
-  s.argv = {"/bin/sh", "-c", "printf %s \"${PYTHONPATH-unset}\" > seen"};
+  s.argv = {"/bin/sh", "-c", "printf %s \"" + expr + "\" > seen"};
   s.workdir = dir;
   s.user_env = spec_env;
   s.python_dir = "/opt/tessel python";
   std::ofstream(dir + "/launch.json") << LaunchFileJson(s);
   // Appends only (GCC 12 warns falsely, -Wrestrict, on "lit" + string here).
-  std::string cmd = "env -u PYTHONPATH";
-  if (inherited != nullptr) cmd.append(" PYTHONPATH='").append(inherited).append("'");
+  std::string cmd = env_prefix;
   cmd.append(" '").append(TESSEL_BINARY).append("' job-exec '").append(dir).append("/launch.json'");
   int rc = std::system(cmd.c_str());
   if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0) return "exit " + std::to_string(WEXITSTATUS(rc));
   return ReadAll(dir + "/seen");
+}
+
+// PYTHONPATH as the job saw it, with `inherited` (nullptr: unset) in
+// job-exec's own environment.
+std::string PythonPathSeen(const std::map<std::string, std::string>& spec_env, const char* inherited) {
+  std::string prefix = "env -u PYTHONPATH";
+  if (inherited != nullptr) prefix.append(" PYTHONPATH='").append(inherited).append("'");
+  return Seen(spec_env, prefix, "${PYTHONPATH-unset}");
 }
 
 TEST(JobExec, PythonDirGoesFirstOnThePythonPathTheJobWouldHave) {
@@ -52,6 +60,17 @@ TEST(JobExec, PythonDirGoesFirstOnThePythonPathTheJobWouldHave) {
   EXPECT_EQ(PythonPathSeen({}, "/site/a:/site/b"), "/opt/tessel python:/site/a:/site/b");
   EXPECT_EQ(PythonPathSeen({{"PYTHONPATH", "/mine"}}, "/site/a"), "/opt/tessel python:/mine")
       << "the spec's PYTHONPATH replaces the inherited one, after tessel's";
+}
+
+TEST(JobExec, TasksGetTorchDistributedNamesFromSrunsUnlessSet) {
+  const std::string expr = "${RANK-unset} ${LOCAL_RANK-unset} ${WORLD_SIZE-unset}";
+  const std::string clean = "env -u RANK -u LOCAL_RANK -u WORLD_SIZE";
+  EXPECT_EQ(Seen({}, clean + " SLURM_PROCID=5 SLURM_LOCALID=1 SLURM_NTASKS=8", expr), "5 1 8");
+  EXPECT_EQ(Seen({}, clean + " -u SLURM_PROCID -u SLURM_LOCALID -u SLURM_NTASKS", expr),
+            "unset unset unset")
+      << "outside srun nothing is made up";
+  EXPECT_EQ(Seen({{"RANK", "2"}}, clean + " SLURM_PROCID=5 SLURM_LOCALID=1 SLURM_NTASKS=8", expr), "2 1 8")
+      << "a value the job's spec sets wins";
 }
 
 }  // namespace

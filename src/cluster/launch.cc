@@ -52,6 +52,7 @@ std::map<std::string, std::string> LaunchEnvironment(const LaunchSpec& s) {
   set("TESSEL_DP", std::to_string(s.plan.dp));
   set("TESSEL_TP", std::to_string(s.plan.tp));
   set("TESSEL_PP", std::to_string(s.plan.pp));
+  set("TESSEL_VIRTUAL_STAGES", std::to_string(s.plan.virtual_stages));
   set("TESSEL_MICRO_BATCH", std::to_string(s.plan.micro_batch));
   set("TESSEL_NUM_MICRO_BATCHES", std::to_string(s.plan.num_micro_batches));
   set("TESSEL_GLOBAL_BATCH", std::to_string(s.global_batch));

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Compares a job's loss curve, as the daemon ran it (its metrics file, across
 every launch: moved, resized, restarted), with an uninterrupted run of the same
-job: its first launch file's argv and environment, on one process, here,
-without Slurm. Exit 0 when every step's loss matches (relative 1e-4).
+job: its first launch file's argv and environment, on one process (d = t = p = 1,
+ZeRO 0, the whole global batch in one micro-batch), here, without Slurm. Exit 0 when every step's loss matches (relative 1e-4).
 
 Usage: compare_loss.py JOB_DIR/metrics.jsonl
 (the launch files are read from the metrics file's folder)."""
@@ -40,11 +40,15 @@ def main():
     gb = int(env["TESSEL_GLOBAL_BATCH"])
     with tempfile.TemporaryDirectory() as tmp:
         ref = os.path.join(tmp, "metrics.jsonl")
-        env.update({"TESSEL_WORLD_SIZE": "1", "TESSEL_DP": "1", "TESSEL_MICRO_BATCH": str(gb),
+        env.update({"TESSEL_WORLD_SIZE": "1", "TESSEL_DP": "1", "TESSEL_TP": "1", "TESSEL_PP": "1",
+                    "TESSEL_VIRTUAL_STAGES": "1", "TESSEL_SEQUENCE_PARALLEL": "0",
+                    "TESSEL_ZERO_STAGE": "0", "TESSEL_MICRO_BATCH": str(gb),
                     "TESSEL_NUM_MICRO_BATCHES": "1", "TESSEL_CHECKPOINT_DIR": os.path.join(tmp, "ckpt"),
                     "TESSEL_METRICS_FILE": ref, "SLURM_PROCID": "0", "SLURM_LOCALID": "0"})
         plan = json.loads(env["TESSEL_PLAN_JSON"])
-        plan.update({"dp": 1, "micro_batch": gb, "num_micro_batches": 1, "gpus": 1, "nodes": 1, "placement": []})
+        plan.update({"dp": 1, "tp": 1, "pp": 1, "virtual_stages": 1, "sequence_parallel": 0,
+                     "zero_stage": 0, "micro_batch": gb, "num_micro_batches": 1, "gpus": 1,
+                     "nodes": 1, "placement": []})
         env["TESSEL_PLAN_JSON"] = json.dumps(plan)
         subprocess.run(argv, env=env, cwd=launch["workdir"], check=True)
         want = losses(ref)
