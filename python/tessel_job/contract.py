@@ -70,6 +70,9 @@ class Contract:
         self.job_name = env.get("TESSEL_JOB_NAME", "")
         self.launch = as_int("TESSEL_LAUNCH", env.get("TESSEL_LAUNCH", "0"), 0)
         self.metrics_file = env.get("TESSEL_METRICS_FILE") or None
+        self.device = env.get("TESSEL_DEVICE", "auto").strip().lower() or "auto"
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"TESSEL_DEVICE={self.device!r}: expected auto, cpu or cuda")
 
         plan = self._plan_values(env)
         self.gpu_type = plan.get("gpu_type", "")

@@ -17,6 +17,8 @@ on the default group, between the ranks of the same data- and tensor-parallel co
 Sends are asynchronous (waited for at the end of the step); receives block where the schedule
 needs their data, so any valid schedule runs without a deadlock. Tags keep the streams apart:
 2k for the activation entering virtual stage k, 2k+1 for the gradient leaving k+1 towards k.
+(NCCL ignores tags and matches sends to receives in order per pair of ranks; every stream here
+is sent and received in schedule order, but the CUDA path has not been run in CI: no GPU.)
 """
 
 
@@ -70,7 +72,7 @@ class PipelineRunner:
     act_shape: the activation tensor's shape between stages.
     """
 
-    def __init__(self, topo, chunks, v, m, act_shape, dist=None, autocast=None):
+    def __init__(self, topo, chunks, v, m, act_shape, dist=None, autocast=None, device=None):
         import torch
         self.torch, self.dist, self.topo = torch, dist, topo
         self.chunks, self.v, self.m = chunks, v, m
@@ -79,6 +81,7 @@ class PipelineRunner:
         self.ops = schedule(self.s, self.p, v, m)
         self.act_shape = act_shape
         self.autocast = autocast
+        self.device = device if device is not None else torch.device("cpu")
         self.after_backward = None   # called after every backward op (ZeRO-3 uses it)
 
     def _peer(self, vstage):
@@ -86,7 +89,7 @@ class PipelineRunner:
         return t.rank_of(t.dp_rank, vstage % self.p, t.tp_rank)
 
     def _recv(self, src_vstage, tag):
-        buf = self.torch.empty(self.act_shape, dtype=self.torch.float32)
+        buf = self.torch.empty(self.act_shape, dtype=self.torch.float32, device=self.device)
         self.dist.recv(buf, src=self._peer(src_vstage), tag=tag)
         return buf
 

@@ -35,14 +35,41 @@ def _say(text, err=False):
 
 
 def setup_torch(threads):
+    # Deterministic cuBLAS needs its workspace fixed before CUDA starts.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     return torch
 
 
-def effective_precision(torch, requested, notes):
-    """bf16 runs under CPU autocast when it works here; every other name runs fp32."""
+def pick_device(torch, c):
+    """CUDA device LOCAL_RANK mod the visible devices when torch sees one (TESSEL_DEVICE=auto
+    or cuda), else the CPU. NCCL goes with CUDA, gloo with the CPU."""
+    if c.device != "cpu" and torch.cuda.is_available():
+        dev = torch.device("cuda", c.local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(dev)
+        return dev
+    if c.device == "cuda":
+        raise ConfigError("TESSEL_DEVICE=cuda but torch sees no CUDA device "
+                          f"(torch {torch.__version__}); use auto or cpu")
+    return torch.device("cpu")
+
+
+def effective_precision(torch, requested, notes, device=None):
+    """bf16 runs under autocast when it works here (CPU or CUDA); tf32 on CUDA enables TF32
+    matmuls; every other name runs fp32 (said in a note)."""
+    if device is not None and device.type == "cuda":
+        if requested == "bf16" and torch.cuda.is_bf16_supported():
+            return "bf16"
+        if requested == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+            return "tf32"
+        if requested != "fp32":
+            notes.append(f"precision {requested} is not run by tessel_job on "
+                         f"{torch.cuda.get_device_name(device)}; running fp32")
+        return "fp32"
     if requested == "bf16":
         try:
             x = torch.ones(2, 4, requires_grad=True)
@@ -59,16 +86,17 @@ def effective_precision(torch, requested, notes):
     return "fp32"
 
 
-def autocast_factory(torch, precision):
+def autocast_factory(torch, precision, device=None):
     if precision == "bf16":
-        return lambda: torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+        kind = "cpu" if device is None else device.type
+        return lambda: torch.autocast(device_type=kind, dtype=torch.bfloat16)
     return contextlib.nullcontext
 
 
 class Model:
     """This rank's chunks of the model under the plan, and what runs them."""
 
-    def __init__(self, torch, spec, c, topo):
+    def __init__(self, torch, spec, c, topo, device):
         from .pipeline import split_layers
         n = c.pp * c.virtual_stages
         ranges = split_layers(spec.layers, n)
@@ -79,7 +107,9 @@ class Model:
                                                 c.sequence_parallel, c.recompute_requested))
         self.ranges = [ranges[k] for k in range(topo.pp_rank, n, c.pp)]
         torch.manual_seed(spec.seed)
-        spec.init(self.chunks, spec.seed, topo.tp, topo.tp_rank)
+        spec.init(self.chunks, spec.seed, topo.tp, topo.tp_rank)   # on the CPU: the same draws
+        for chunk in self.chunks:
+            chunk.to(device)
 
 
 def train(c, spec):
@@ -91,27 +121,30 @@ def train(c, spec):
     from .zero import ShardedOptimizer
 
     spec.check(c)
+    device = pick_device(torch, c)
     if c.world_size > 1:
         os.environ["MASTER_ADDR"] = c.master_addr
         os.environ["MASTER_PORT"] = str(c.master_port)
-        dist.init_process_group("gloo", init_method="env://", rank=c.rank,
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, init_method="env://", rank=c.rank,
                                 world_size=c.world_size,
                                 timeout=datetime.timedelta(seconds=spec.collective_timeout_s))
     topo = make_topology(c.world_size, c.rank, c.dp, c.tp, c.pp, dist if c.world_size > 1 else None)
     lead = c.rank == 0
     notes = []
-    precision = effective_precision(torch, c.precision_requested, notes)
+    precision = effective_precision(torch, c.precision_requested, notes, device)
     if lead:
         for n in notes:
             _say(f"note: {n}", err=True)
 
-    model = Model(torch, spec, c, topo)
+    model = Model(torch, spec, c, topo, device)
     opt = ShardedOptimizer(model.chunks, topo, c.zero_stage, spec.make_optimizer)
     runner = PipelineRunner(topo, model.chunks, c.virtual_stages, c.num_micro_batches,
-                            spec.act_shape(c.micro_batch, c), dist, autocast_factory(torch, precision))
+                            spec.act_shape(c.micro_batch, c), dist,
+                            autocast_factory(torch, precision, device), device)
 
     def all_reduce(values, op=None):
-        t = torch.tensor(values, dtype=torch.float64)
+        t = torch.tensor(values, dtype=torch.float64, device=device)
         if c.world_size > 1:
             dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
         return t.tolist()
@@ -156,6 +189,7 @@ def train(c, spec):
                    "dp": c.dp, "tp": c.tp, "pp": c.pp, "virtual_stages": c.virtual_stages,
                    "sequence_parallel": c.sequence_parallel, "zero_stage": c.zero_stage,
                    "total_iterations": c.total_iterations, "precision": precision,
+                   "device": str(device),
                    "precision_requested": c.precision_requested,
                    "recompute": c.recompute_requested,
                    "recompute_requested": c.recompute_requested, "notes": notes})
@@ -212,7 +246,8 @@ def train(c, spec):
 
         def micro(m):
             if m not in cache:
-                cache[m] = spec.batch(base + m * mb, mb)
+                x, y = spec.batch(base + m * mb, mb)
+                cache[m] = (x.to(device), y.to(device))
             return cache[m]
 
         local_loss = runner.run(lambda m: micro(m)[0], lambda m: micro(m)[1],
@@ -255,27 +290,32 @@ def profile(c, spec):
     """One process: forward+backward of one micro-batch through a stage of
     TESSEL_PROFILE_LAYERS layers (with the embedding and the head), timed."""
     torch = setup_torch(spec.threads)
-    from .topology import make_topology
+    device = pick_device(torch, c)
     notes = []
-    precision = effective_precision(torch, c.precision_requested, notes)
+    precision = effective_precision(torch, c.precision_requested, notes, device)
     for n in notes:
         _say(f"note: {n}", err=True)
     layers = c.profile_layers or spec.layers
-    topo = make_topology(1, 0, 1, 1, 1)
     chunk = spec.build_chunk(0, layers, True, True, None, False, c.recompute_requested)
     torch.manual_seed(spec.seed)
     spec.init([chunk], spec.seed, 1, 0)
-    x, y = spec.batch(0, c.micro_batch)
+    chunk.to(device)
+    x, y = (z.to(device) for z in spec.batch(0, c.micro_batch))
     metrics = Metrics(c.metrics_file)
-    autocast = autocast_factory(torch, precision)
-    del topo
+    autocast = autocast_factory(torch, precision, device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     def fwd_bwd():
         chunk.zero_grad(set_to_none=True)
+        sync()
         t0 = time.perf_counter()
         with autocast():
             out = chunk(x)
         spec.loss(out, y, None).mean().backward()
+        sync()
         if spec.sim_seconds_per_sample:
             time.sleep(spec.sim_seconds_per_sample * c.micro_batch)
         return time.perf_counter() - t0

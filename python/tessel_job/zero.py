@@ -36,6 +36,7 @@ class Unit:
             self.offsets.append(off)
             off += n
         self.numel = off
+        self.device = params[0].device if params else torch.device("cpu")
         shards = dp if stage >= 1 else 1
         self.padded = -(-off // shards) * shards if off else 0
         size = self.padded // shards
@@ -47,7 +48,7 @@ class Unit:
         self.pending = 0
 
     def flatten(self, tensors):
-        flat = torch.zeros(self.padded, dtype=torch.float32)
+        flat = torch.zeros(self.padded, dtype=torch.float32, device=self.device)
         for t, off, n in zip(tensors, self.offsets, self.numels):
             if t is not None:
                 flat[off:off + n] = t.reshape(-1)
@@ -87,7 +88,7 @@ class ShardedOptimizer:
 
     def _free(self, u):
         for p in u.params:
-            p.data = torch.empty(0, dtype=p.dtype)
+            p.data = torch.empty(0, dtype=p.dtype, device=p.device)
         u.gathered = False
 
     def _install_zero3(self, u):
