@@ -167,7 +167,7 @@ TEST_F(ClientTest, JobShowsHistoryStepsAndCorrections) {
   d.job.started_us = 1714564863'000000;
   d.history = {{1714564803'000000, "", "pending", "submitted"}, {1714564863'000000, "pending", "running", "placed"}};
   d.steps = {{1714564900'000000, 100, 0.75, "a100-80g", 8, false}};
-  d.corrections = {{"a100-80g", 1.125, 12}};
+  d.corrections = {{"a100-80g", 1.125, 12, ""}};
   int64_t id = fake_.AddJob(d);
   Outcome r = As(kAlice, {"job", std::to_string(id)});
   EXPECT_EQ(r.code, 0) << r.err;

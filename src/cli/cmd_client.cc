@@ -208,7 +208,8 @@ CommandAction SetupJob(CLI::App& app, CommandIo io) {
                "plan_json, spec_yaml, failures, launches, slurm_job_id");
   AddClientFlags(app, *flags);
   app.footer(std::string("\nShows one job: its allocation and plan, state history, measured step times and the\n"
-                         "estimator's per-GPU-type corrections. Times are UTC.\n") +
+                         "estimator's corrections per GPU type (scope: the type's, a pipeline depth's, a plan's).\n"
+                         "Times are UTC.\n") +
              kClientFooter);
   return Guarded(io, [io, flags, id, json] {
     std::optional<int64_t> job_id = ParseJobIdArg(*id, io.err);
@@ -256,9 +257,9 @@ CommandAction SetupJob(CLI::App& app, CommandIo io) {
     }
     io.out << "\ncorrections (measured / estimated step time)\n";
     if (j.contains("corrections") && j["corrections"].is_array() && !j["corrections"].empty()) {
-      TextTable t({"gpu", "factor", "samples"});
+      TextTable t({"gpu", "scope", "factor", "samples"});
       for (const Json& c : j["corrections"])
-        t.AddRow({Str(c, "gpu_type"),
+        t.AddRow({Str(c, "gpu_type"), Str(c, "scope", "type"),
                   c.contains("factor") && c["factor"].is_number() ? FormatDouble(c["factor"].get<double>(), 4) : "-",
                   Str(c, "samples")});
       io.out << t.Render();

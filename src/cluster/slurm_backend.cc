@@ -14,6 +14,7 @@
 #include "core/json_text.h"
 #include "core/strings.h"
 #include "hardware/gpu.h"
+#include "policy/placement.h"
 #include "workload/job_spec.h"
 
 namespace tessel {
@@ -23,6 +24,26 @@ namespace {
 constexpr const char* kNamePrefix = "tessel-";
 // Step times a correction averages (the latest ones).
 constexpr int kCorrectionWindow = 20;
+// Plans of the base plan set a running plan's estimate is looked up in
+// (more than a policy hands over, so the running plan is likely there).
+constexpr int kCorrectionPlans = 16;
+// Re-planning on the same GPUs: a new plan replaces a running one that is
+// still in the decision's plan set only when its estimated iteration is at
+// least this much shorter. A relaunch costs a checkpoint, a stop and a
+// start-up (tens of seconds to minutes) and a 5% gain repays that within
+// tens of minutes of training; smaller gains are within the estimator's
+// error between neighbouring plans and would relaunch a job back and forth
+// as corrections move.
+constexpr double kReplanGain = 0.05;
+
+// Correction scopes in the store (Correction::scope) and the belief's
+// level each restores (policy/corrected_throughput.h): '' the type's,
+// 'stages=<p>' a p-stage pipeline's profile, 'plan=<ParallelPlan::ToString()>'
+// that plan measured.
+constexpr std::string_view kStageScope = "stages=";
+constexpr std::string_view kPlanScope = "plan=";
+std::string StageScope(int stages) { return std::string(kStageScope) + std::to_string(stages); }
+std::string PlanScope(const ParallelPlan& plan) { return std::string(kPlanScope) + plan.ToString(); }
 
 std::string SlurmName(int64_t id) { return kNamePrefix + std::to_string(id); }
 
@@ -73,6 +94,32 @@ Result<Allocation> AllocFromJson(const std::string& text, const std::string& gpu
   }
   std::sort(a.parts.begin(), a.parts.end(), [](const Placement& x, const Placement& y) { return x.node < y.node; });
   return a;
+}
+
+// The plan a stored allocation's plan_json (launch.h PlanJson) names. It
+// does not carry the expert-parallel degree: ep comes back as 1.
+Result<ParallelPlan> PlanFromStoredJson(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return FailedPrecondition("stored plan is not an object: " + text);
+  ParallelPlan p;
+  try {
+    p.dp = j.at("dp").get<int>();
+    p.tp = j.at("tp").get<int>();
+    p.pp = j.at("pp").get<int>();
+    p.micro_batch = j.at("micro_batch").get<int>();
+    p.num_micro_batches = j.at("num_micro_batches").get<int>();
+    p.virtual_stages = j.value("virtual_stages", 1);
+    p.zero = j.at("zero_stage").get<int>();
+    auto rc = ParseRecompute(j.at("recompute").get<std::string>());
+    auto prec = ParsePrecision(j.at("precision").get<std::string>());
+    if (!rc.ok()) return rc.status();
+    if (!prec.ok()) return prec.status();
+    p.recompute = *rc;
+    p.precision = *prec;
+  } catch (const nlohmann::json::exception& e) {
+    return FailedPrecondition(std::string("stored plan is malformed: ") + e.what());
+  }
+  return p;
 }
 
 }  // namespace
@@ -138,6 +185,11 @@ struct Tracked {
   // The allocation the current Slurm job holds (empty when none runs).
   Allocation running;
   ParallelPlan plan;
+  // Whether `plan` is the one `running` runs: set by a launch; by Recover
+  // from the stored plan, whose expert-parallel degree is unknown
+  // (plan_ep_known false: plans are compared without it).
+  bool plan_known = false;
+  bool plan_ep_known = false;
   // Set while reconfiguring: what to relaunch on once the job stopped
   // (empty: back to pending).
   std::optional<Allocation> next;
@@ -151,8 +203,9 @@ struct Tracked {
   // The job reported all its iterations done (its metrics' "done" line):
   // complete whatever the exit code (a late signal may hit it on exit).
   bool done_reported = false;
-  // Profiling runs in flight: cluster type -> its one-GPU Slurm job.
-  std::map<int, SlurmJobId> profiling;
+  // Profiling runs in flight: (cluster type, pipeline stages) -> its
+  // one-GPU Slurm job.
+  std::map<std::pair<int, int>, SlurmJobId> profiling;
 };
 
 struct SlurmBackend::Impl {
@@ -256,14 +309,36 @@ struct SlurmBackend::Impl {
     t->view.restarts = row->restarts;
     t->metrics = std::make_unique<MetricsTail>(MetricsPath(id));
     if (auto corrections = store.Corrections(id); corrections.ok()) {
-      for (const Correction& c : *corrections) {
-        int type = cluster.FindType(c.gpu_type);
-        if (type >= 0) belief.SetFactor(t->spec.id, type, c.factor);
-      }
+      for (const Correction& c : *corrections) Restore(t->spec.id, c);
     }
     Tracked* raw = t.get();
     jobs[id] = std::move(t);
     return raw;
+  }
+
+  // A stored correction back into the belief, at the level its scope names.
+  void Restore(const std::string& job_id, const Correction& c) {
+    int type = cluster.FindType(c.gpu_type);
+    if (type < 0) return;
+    std::string_view scope = c.scope;
+    if (scope.empty()) {
+      belief.SetFactor(job_id, type, c.factor);
+    } else if (scope.substr(0, kPlanScope.size()) == kPlanScope) {
+      belief.SetPlanFactor(job_id, type, scope.substr(kPlanScope.size()), c.factor);
+    } else if (auto stages = ParseInt(scope.substr(std::min(scope.size(), kStageScope.size())), "stages");
+               scope.substr(0, kStageScope.size()) == kStageScope && stages.ok() && *stages >= 1) {
+      belief.SetStageFactor(job_id, type, static_cast<int>(*stages), c.factor);
+    } else {
+      Warn(FailedPrecondition("job " + job_id + ": correction on " + c.gpu_type + " has an unknown scope '" +
+                              c.scope + "'; ignored"));
+    }
+  }
+
+  // Whether `p` is the plan `t` runs (without ep when that is unknown).
+  static bool IsRunningPlan(const Tracked& t, ParallelPlan p) {
+    if (!t.plan_known) return false;
+    if (!t.plan_ep_known) p.ep = t.plan.ep;
+    return p == t.plan;
   }
 
   void Activate(Tracked& t) {
@@ -417,11 +492,41 @@ struct SlurmBackend::Impl {
     t.slurm_id = *id;
     t.running = alloc;
     t.plan = plan;
+    t.plan_known = t.plan_ep_known = true;
     t.recent.clear();
     t.view.alloc = alloc;
     t.view.phase = JobPhase::kStarting;
     t.view.alloc_since = now;
     return Status::Ok();
+  }
+
+  // A decision that keeps `t` on the GPUs it runs on, with the plan set
+  // `set`: relaunches it under the set's first plan its framework can
+  // express when that is not the running plan and either the running plan
+  // is not in the set or the new plan's estimated iteration (both from the
+  // set) is at least kReplanGain shorter. Nothing otherwise, and nothing
+  // while it is already being reconfigured or without a set (idempotent).
+  void Replan(Tracked& t, const std::vector<PlanChoice>* set, SimTime now) {
+    if (set == nullptr || set->empty() || !t.slurm_id || t.running.empty() || !t.plan_known) return;
+    if (t.next || t.stop_asked != kNever || !(t.view.alloc == t.running)) return;
+    Result<ParallelPlan> next = PlanFor(t, t.running, set);
+    if (!next.ok() || IsRunningPlan(t, *next)) return;
+    const PlanChoice *current = nullptr, *chosen = nullptr;
+    for (const PlanChoice& c : *set) {
+      if (current == nullptr && IsRunningPlan(t, c.plan)) current = &c;
+      if (chosen == nullptr && c.plan == *next) chosen = &c;
+    }
+    std::string why = "re-planning on the same GPUs: " + next->ToString() + " instead of " + t.plan.ToString();
+    if (current != nullptr) {
+      if (!(chosen->iteration_time_s <= (1 - kReplanGain) * current->iteration_time_s)) return;
+      char gain[64];
+      std::snprintf(gain, sizeof gain, " (estimated %.3g s per iteration instead of %.3g s)", chosen->iteration_time_s,
+                    current->iteration_time_s);
+      why += gain;
+    } else {
+      why += " (no longer in the policy's plan set)";
+    }
+    Reconfigure(t, t.running, *next, now, why);
   }
 
   // Asks the job to checkpoint and stop; relaunches on `next` once it has.
@@ -462,6 +567,7 @@ struct SlurmBackend::Impl {
     t.slurm_id.reset();
     Warn(store.SetSlurmJob(t.id, std::nullopt));
     t.running = Allocation{};
+    t.plan_known = false;
     t.stop_asked = kNever;
     bool by_us = t.cancelled_by_us;
     t.cancelled_by_us = false;
@@ -551,144 +657,237 @@ struct SlurmBackend::Impl {
     Correct(t);
   }
 
-  // The belief's correction for this job on its type: measured / estimated
-  // step time over the latest steps (the first step of a launch is warm-up
-  // and skipped when there are others).
+  // The belief's correction for this job from its latest steps (the first
+  // step of a launch is warm-up and skipped when there are others): the
+  // median measured step / the base estimate of the plan it runs on its
+  // allocation (found in the base plan set, or the base rate when that is
+  // its plan) sets that plan's factor and the type's fallback (the job's
+  // latest measurement there under any plan). When the running plan has no
+  // base estimate (a plan the base would not choose, or one restored
+  // without its expert-parallel degree), the median / the base rate sets
+  // the type's factor only.
   void Correct(Tracked& t) {
     if (t.running.empty() || t.recent.size() < 3) return;
     std::vector<double> v(t.recent.begin() + 1, t.recent.end());
     std::sort(v.begin(), v.end());
     double median = v[v.size() / 2];
-    belief.SetFactor(t.spec.id, t.running.type, 1.0);  // the base estimate
-    const JobRate& r = belief.Rate(t.spec, t.running.type, t.running.gpus(), t.running.nodes());
-    if (!r.fits || r.iteration_time_s <= 0) return;
-    double factor = median / r.iteration_time_s;
+    ThroughputModel& base = belief.base();
+    const int type = t.running.type, gpus = t.running.gpus(), nodes = t.running.nodes();
+    std::optional<double> plan_s;
+    for (const PlanChoice& c : base.PlanSet(t.spec, type, gpus, nodes, kCorrectionPlans)) {
+      if (IsRunningPlan(t, c.plan)) {
+        plan_s = c.iteration_time_s;
+        break;
+      }
+    }
+    const JobRate& r = base.Rate(t.spec, type, gpus, nodes);
+    if (!plan_s && r.fits && IsRunningPlan(t, r.plan)) plan_s = r.iteration_time_s;
+    double estimate = plan_s ? *plan_s : r.fits ? r.iteration_time_s : 0.0;
+    if (!(estimate > 0)) return;
+    double factor = median / estimate;
     if (!std::isfinite(factor) || factor <= 0) return;
-    belief.SetFactor(t.spec.id, t.running.type, factor);
-    Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(t.running.type), factor, static_cast<int64_t>(v.size())}));
+    const std::string gpu = cluster.TypeName(type);
+    const auto samples = static_cast<int64_t>(v.size());
+    if (plan_s) {
+      belief.SetPlanFactor(t.spec.id, type, t.plan, factor);
+      Warn(store.SetCorrection(t.id, Correction{gpu, factor, samples, PlanScope(t.plan)}));
+    }
+    belief.SetFactor(t.spec.id, type, factor);
+    Warn(store.SetCorrection(t.id, Correction{gpu, factor, samples, ""}));
   }
 
   // --- profiling (Arena's disaggregated profiles, for real) ---------------------------
   //
   // Before a new job's first placement, when the policy profiles
   // (PolicyTraits::profiling), the job's own command runs a few timed steps
-  // (TESSEL_PROFILE=1) of one pipeline stage on one GPU of each type it may
-  // use, all types at once. The measured step time starts the job's
-  // correction on that type; profiles are stored per model and reused by
-  // later jobs of the same model. Deviation from Arena: only the one-stage
-  // grid is profiled (the whole model, or the share of layers a stage needs
-  // to fit one GPU); other stage counts are estimated.
+  // (TESSEL_PROFILE=1) of one pipeline stage on one GPU, once per GPU type
+  // it may use and per stage count p its grids admit there
+  // (ProfilingModel::StageCountsFor: 1, 2, 4, ... up to max_stages, its
+  // layers and the GPUs it may hold), all at once. Each measured stage time
+  // sets the job's factor for p-stage plans on that type (the belief's
+  // level 2); profiles are stored per (model, type, stage layers,
+  // micro-batch) and reused by later jobs of the same model: a stored one is
+  // not measured again.
 
   std::string ProfileKey(const Tracked& t) const { return t.spec.model; }
 
-  // Layers of the profiled stage and its plan on one GPU of `type`: the
-  // whole model at the belief's one-GPU plan when it fits, else the share
-  // of layers of the deepest pipeline profiled, at micro-batch 1.
-  std::pair<int, ParallelPlan> ProfileShape(Tracked& t, int type) {
-    int layers = std::max(1, t.dspec.model.tf.layers);
-    const JobRate& r = belief.Rate(t.spec, type, 1, 1);
-    if (r.fits) return {layers, r.plan};
-    ParallelPlan p;
-    p.precision = t.dspec.model.default_precision;
-    return {std::max(1, layers / std::max(1, traits.profiling.max_stages)), p};
+  // What one profiling run measures: the first stage of a p-stage pipeline.
+  struct StageShape {
+    int layers = 0;     // the stage's layers
+    ParallelPlan plan;  // what the run is launched with (its micro-batch)
+  };
+
+  // The profiled stage of a p-stage pipeline on `type`. Layers: the first
+  // stage's under the split rule the job library and the estimator share
+  // (stage k of p holds floor(L/p) layers, one more when k < L mod p: the
+  // first holds ceil(L/p)). Micro-batch (and recompute, precision): those
+  // of the base estimator's fastest pure pipeline of p stages on p GPUs of
+  // the type (p = 1: the one-GPU plan, the rule before stage counts were
+  // profiled), so the profile's micro-batch is the one its factor compares
+  // with and needs no scaling. nullopt when no pure p-stage pipeline fits p
+  // GPUs of the type: its profile could give no factor.
+  std::optional<StageShape> ShapeFor(const Tracked& t, int type, int stages) const {
+    std::optional<PlanChoice> grid =
+        belief.base().PipelinePlan(t.spec, type, stages, MinNodes(cluster, type, stages));
+    if (!grid || !(grid->iteration_time_s > 0)) return std::nullopt;
+    int layers = std::max(1, t.dspec.model.NumLayers());
+    StageShape s;
+    s.layers = (layers + stages - 1) / stages;
+    s.plan = grid->plan;
+    s.plan.dp = s.plan.tp = s.plan.pp = s.plan.ep = 1;
+    s.plan.virtual_stages = 1;
+    s.plan.num_micro_batches = 1;
+    s.plan.zero = 0;
+    return s;
   }
 
-  // Applies a measured stage time as the job's correction on `type`.
-  void CorrectFromProfile(Tracked& t, int type, const ProfileRecord& p) {
-    belief.SetFactor(t.spec.id, type, 1.0);
-    const JobRate& r = belief.Rate(t.spec, type, 1, 1);
-    if (!r.fits || r.iteration_time_s <= 0 || p.micro_batch <= 0 || p.stage_layers <= 0) return;
-    int layers = std::max(1, t.dspec.model.tf.layers);
-    double measured = p.step_time_s * (static_cast<double>(t.dspec.global_batch) / p.micro_batch) *
-                      (static_cast<double>(layers) / p.stage_layers);
-    double factor = measured / r.iteration_time_s;
+  // A profile of one stage of a `stages`-stage pipeline as the job's factor
+  // for `stages`-stage plans on `type`. The base's fastest pure pipeline of
+  // p = `stages` stages on p GPUs (d = t = 1) takes T_grid for M
+  // micro-batches of mb samples with ceil(L/p) layers in its first stage;
+  // the profile predicts
+  //   (M + p - 1) * t_stage * (mb / mb_profiled) * (ceil(L/p) / stage layers profiled)
+  // and the factor is predicted / T_grid (p = 1: global batch / mb_profiled
+  // * t_stage * L / stage layers against the one-GPU estimate, the rule
+  // before stage counts were profiled). Approximate where the estimator is
+  // finer (perf/estimator.cc, the stage costs and the pipeline schedule):
+  // it times M * s_max + (p - 1) * s_avg with each stage's own layers, the
+  // embedding on the first stage and the head on the last only, while the
+  // profiled stage carries both (each of the M + p - 1 slots is charged a
+  // little more: the factor errs high by about the embedding's or the
+  // head's share of a stage); T_grid includes the point-to-point activation
+  // transfers between stages and the optimizer step, which the profiled
+  // stage time does not (the factor errs low by their share of T_grid);
+  // micro-batch scaling is linear (exact at the rule's micro-batch, which a
+  // fresh profile uses).
+  void CorrectFromProfile(Tracked& t, int type, int stages, const ProfileRecord& p) {
+    if (!(p.step_time_s > 0) || p.micro_batch <= 0 || p.stage_layers <= 0) return;
+    std::optional<PlanChoice> grid =
+        belief.base().PipelinePlan(t.spec, type, stages, MinNodes(cluster, type, stages));
+    if (!grid || !(grid->iteration_time_s > 0)) return;
+    const ParallelPlan& g = grid->plan;
+    int layers = std::max(1, t.dspec.model.NumLayers());
+    double plan_stage_layers = (layers + g.pp - 1) / g.pp;
+    double predicted = (g.num_micro_batches + g.pp - 1) * p.step_time_s *
+                       (static_cast<double>(g.micro_batch) / p.micro_batch) * (plan_stage_layers / p.stage_layers);
+    double factor = predicted / grid->iteration_time_s;
     if (!std::isfinite(factor) || factor <= 0) return;
-    belief.SetFactor(t.spec.id, type, factor);
-    Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(type), factor, 0}));
+    belief.SetStageFactor(t.spec.id, type, stages, factor);
+    Warn(store.SetCorrection(t.id, Correction{cluster.TypeName(type), factor, 0, StageScope(stages)}));
   }
 
-  // Starts profiling `t`; false when the policy does not profile or every
-  // type already has a stored profile of its model (then applied).
-  bool StartProfiling(Tracked& t, SimTime now) {
-    if (traits.profiling.kind == ProfilingKind::kNone || t.view.started()) return false;
+  // The GPU types a job may run on: the one it requires, else those its
+  // spec allows.
+  std::vector<int> AllowedTypes(const Tracked& t) const {
     std::vector<int> types;
     int only = t.spec.requested_gpu_type.empty() ? -1 : cluster.FindType(t.spec.requested_gpu_type);
     for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
-      if (only < 0 || type == only) types.push_back(type);
+      if ((only < 0 || type == only) && t.spec.AllowsGpuType(cluster.TypeName(type))) types.push_back(type);
     }
-    std::map<std::string, ProfileRecord> stored;
+    return types;
+  }
+
+  // Starts profiling `t`: one run per (allowed type, stage count) without a
+  // stored profile, submitted at once, each on one GPU of its type (the
+  // node with the most GPUs left free, so runs spread). False when the
+  // policy does not profile or every profile needed is stored (then
+  // applied).
+  bool StartProfiling(Tracked& t, SimTime now) {
+    if (traits.profiling.kind == ProfilingKind::kNone || t.view.started()) return false;
+    std::map<std::tuple<std::string, int, int>, ProfileRecord> stored;
     if (auto profiles = store.Profiles(ProfileKey(t)); profiles.ok()) {
-      for (const ProfileRecord& p : *profiles) stored[p.gpu_type] = p;
+      for (const ProfileRecord& p : *profiles) stored[{p.gpu_type, p.stage_layers, p.micro_batch}] = p;
     }
-    for (int type : types) {
-      auto it = stored.find(cluster.TypeName(type));
-      if (it != stored.end()) {
-        CorrectFromProfile(t, type, it->second);
-        continue;
+    ComputeFree();
+    std::vector<int> spare = free;
+    int runs = 0;
+    for (int type : AllowedTypes(t)) {
+      for (int stages : traits.profiling.StageCountsFor(t.spec, cluster, type)) {
+        std::optional<StageShape> shape = ShapeFor(t, type, stages);
+        if (!shape) continue;
+        auto it = stored.find({cluster.TypeName(type), shape->layers, shape->plan.micro_batch});
+        if (it != stored.end()) {
+          CorrectFromProfile(t, type, stages, it->second);
+          continue;
+        }
+        int node = -1;
+        for (int n : cluster.types()[type].nodes) {
+          if (up[n] && (node < 0 || spare[n] > spare[node])) node = n;
+        }
+        if (node < 0) continue;
+        LaunchSpec ls;
+        ls.job_id = t.id;
+        ls.job_name = t.dspec.name;
+        ls.gpu_type = cluster.TypeName(type);
+        ls.nodes = {{inv.names[node], 1}};
+        ls.plan = shape->plan;
+        ls.global_batch = t.dspec.global_batch;
+        ls.total_iterations = t.dspec.iterations;
+        ls.checkpoint_dir = CheckpointDir(t);
+        ls.metrics_file = ProfilePath(t.id, type, stages);
+        ls.rendezvous_addr = opt.rendezvous_addr.empty() ? inv.addrs[node] : opt.rendezvous_addr;
+        // Ports apart from the job's launches' (which count up from 0) and
+        // from each other, for runs that share a node.
+        ls.rendezvous_port = opt.rendezvous_port_base + static_cast<int>((t.id * 16 + 15 - runs % 16) % 10000);
+        ls.argv = t.dspec.command;
+        ls.workdir = t.dspec.workdir;
+        ls.user_env = t.dspec.env;
+        ls.profile = true;
+        ls.profile_layers = shape->layers;
+        ls.framework = t.dspec.framework;  // a plan it cannot express: no profile of this shape
+        ls.model_layers = shape->layers;
+        ls.python_dir = opt.python_dir;
+        std::string dir = JobDir(t.id), tag = ProfileTag(t.id, type, stages);
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+        fs::create_directories(CheckpointDir(t), ec);
+        std::remove(ProfilePath(t.id, type, stages).c_str());
+        Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id) + "-profile", inv.gres_types[node],
+                                            {tag + ".json", tag + ".sh", tag + ".out", tag + ".exit"});
+        if (!req.ok()) {
+          Warn(req.status());
+          continue;
+        }
+        Result<SlurmJobId> id = slurm.Submit(*req);
+        if (!id.ok()) {
+          Warn(id.status());
+          continue;
+        }
+        t.profiling[{type, stages}] = *id;
+        --spare[node];
+        ++runs;
       }
-      // One GPU of this type, preferring a node with one free.
-      int node = -1;
-      for (int n : cluster.types()[type].nodes) {
-        if (!up[n]) continue;
-        if (node < 0 || (free[n] > 0 && free[node] <= 0)) node = n;
-      }
-      if (node < 0) continue;
-      auto [layers, plan] = ProfileShape(t, type);
-      LaunchSpec ls;
-      ls.job_id = t.id;
-      ls.job_name = t.dspec.name;
-      ls.gpu_type = cluster.TypeName(type);
-      ls.nodes = {{inv.names[node], 1}};
-      ls.plan = plan;
-      ls.plan.dp = ls.plan.tp = ls.plan.pp = 1;
-      ls.global_batch = t.dspec.global_batch;
-      ls.total_iterations = t.dspec.iterations;
-      ls.checkpoint_dir = CheckpointDir(t);
-      ls.metrics_file = ProfilePath(t.id, type);
-      ls.rendezvous_addr = opt.rendezvous_addr.empty() ? inv.addrs[node] : opt.rendezvous_addr;
-      ls.rendezvous_port = opt.rendezvous_port_base + static_cast<int>((t.id * 16 + 15) % 10000);
-      ls.argv = t.dspec.command;
-      ls.workdir = t.dspec.workdir;
-      ls.user_env = t.dspec.env;
-      ls.profile = true;
-      ls.profile_layers = layers;
-      ls.framework = t.dspec.framework;  // a plan it cannot express: no profile on this type
-      ls.model_layers = layers;
-      ls.python_dir = opt.python_dir;
-      std::string dir = JobDir(t.id), tag = dir + "/profile." + std::to_string(type);
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      fs::create_directories(CheckpointDir(t), ec);
-      std::remove(ProfilePath(t.id, type).c_str());
-      Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id) + "-profile", inv.gres_types[node],
-                                          {tag + ".json", tag + ".sh", tag + ".out", tag + ".exit"});
-      if (!req.ok()) {
-        Warn(req.status());
-        continue;
-      }
-      Result<SlurmJobId> id = slurm.Submit(*req);
-      if (!id.ok()) {
-        Warn(id.status());
-        continue;
-      }
-      t.profiling[type] = *id;
     }
     if (t.profiling.empty()) return false;
-    std::string what;
-    for (const auto& [type, id] : t.profiling) what += (what.empty() ? "" : ", ") + cluster.TypeName(type);
-    SetState(t, JobState::kProfiling, now, "profiling one stage on one GPU of " + what);
+    SetState(t, JobState::kProfiling, now, "profiling one pipeline stage on one GPU: " + Profiling(t));
     return true;
   }
 
-  std::string ProfilePath(int64_t id, int type) const {
-    return JobDir(id) + "/profile." + std::to_string(type) + ".jsonl";
+  // What is being profiled: "a100-80g (1, 2 stages), v100-32g (1 stage)".
+  std::string Profiling(const Tracked& t) const {
+    std::map<int, std::vector<int>> by_type;
+    for (const auto& [key, id] : t.profiling) by_type[key.first].push_back(key.second);
+    std::string out;
+    for (const auto& [type, counts] : by_type) {
+      out += (out.empty() ? "" : ", ") + cluster.TypeName(type) + " (";
+      for (size_t i = 0; i < counts.size(); ++i) out += (i ? ", " : "") + std::to_string(counts[i]);
+      out += counts.size() == 1 && counts[0] == 1 ? " stage)" : " stages)";
+    }
+    return out;
   }
 
+  // profile.<type>.<stages>: the files of one profiling run, under the job's folder.
+  std::string ProfileTag(int64_t id, int type, int stages) const {
+    return JobDir(id) + "/profile." + std::to_string(type) + "." + std::to_string(stages);
+  }
+  std::string ProfilePath(int64_t id, int type, int stages) const { return ProfileTag(id, type, stages) + ".jsonl"; }
+
   // A profiling run ended: its steps become the model's stored profile and
-  // the job's correction on that type. Once all have, the job is placed.
-  void Profiled(Tracked& t, int type, SimTime now) {
-    t.profiling.erase(type);
-    MetricsTail tail(ProfilePath(t.id, type));
+  // the job's factor for that stage count on that type. Once all have, the
+  // job is placed.
+  void Profiled(Tracked& t, int type, int stages, SimTime now) {
+    t.profiling.erase({type, stages});
+    MetricsTail tail(ProfilePath(t.id, type, stages));
     Result<MetricsUpdate> u = tail.Read();
     std::vector<double> times;
     std::vector<StepSample> samples;
@@ -714,10 +913,11 @@ struct SlurmBackend::Impl {
       std::sort(times.begin(), times.end());
       ProfileRecord p{ProfileKey(t), cluster.TypeName(type), layers, micro_batch, times[times.size() / 2], now};
       Warn(store.PutProfile(p));
-      CorrectFromProfile(t, type, p);
+      CorrectFromProfile(t, type, stages, p);
     } else {
-      std::fprintf(stderr, "tessel serve: job %lld: profiling on %s measured nothing (see %s/profile.%d.out)\n",
-                   static_cast<long long>(t.id), cluster.TypeName(type).c_str(), JobDir(t.id).c_str(), type);
+      std::fprintf(stderr, "tessel serve: job %lld: profiling %d stage(s) on %s measured nothing (see %s.out)\n",
+                   static_cast<long long>(t.id), stages, cluster.TypeName(type).c_str(),
+                   ProfileTag(t.id, type, stages).c_str());
     }
     if (t.profiling.empty() && t.state == JobState::kProfiling) {
       SetState(t, JobState::kPending, now, "profiled; waiting for GPUs");
@@ -763,12 +963,12 @@ struct SlurmBackend::Impl {
     std::vector<Tracked*> list;
     for (auto& [id, t] : jobs) list.push_back(t.get());
     for (Tracked* t : list) {
-      std::vector<int> ended;
-      for (const auto& [type, sid] : t->profiling) {
+      std::vector<std::pair<int, int>> ended;
+      for (const auto& [key, sid] : t->profiling) {
         auto it = by_id.find(sid);
-        if (it == by_id.end() || IsFinished(it->second->state)) ended.push_back(type);
+        if (it == by_id.end() || IsFinished(it->second->state)) ended.push_back(key);
       }
-      for (int type : ended) Profiled(*t, type, now);
+      for (const auto& [type, stages] : ended) Profiled(*t, type, stages, now);
       if (!t->slurm_id) continue;
       auto it = by_id.find(*t->slurm_id);
       if (it == by_id.end() || IsFinished(it->second->state)) {
@@ -845,7 +1045,7 @@ struct SlurmBackend::Impl {
       if (it == jobs.end()) continue;
       Tracked& t = *it->second;
       if (t.slurm_id) Warn(slurm.Cancel(*t.slurm_id));
-      for (const auto& [type, sid] : t.profiling) Warn(slurm.Cancel(sid));
+      for (const auto& [key, sid] : t.profiling) Warn(slurm.Cancel(sid));
       Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
       Drop(t);
     }
@@ -924,6 +1124,10 @@ Status SlurmBackend::Recover(SimTime now) {
         t.slurm_id = mine->id;
         m.Warn(m.store.SetSlurmJob(t.id, std::to_string(mine->id)));
         t.running = *alloc;
+        if (auto plan = PlanFromStoredJson(row.allocation.plan_json); plan.ok()) {
+          t.plan = *plan;
+          t.plan_known = true;  // its ep is not stored: plan_ep_known stays false
+        }
         t.view.alloc = *alloc;
         t.view.phase = mine->state == SlurmJobState::kRunning ? JobPhase::kRunning : JobPhase::kStarting;
         if (t.state == JobState::kReconfiguring) t.stop_asked = now;  // it was asked to stop: wait for it
@@ -1011,9 +1215,13 @@ Status SlurmBackend::Apply(const Decision& d, SimTime now) {
   for (const auto& [idx, set] : d.plans) plans[idx] = &set;
   for (const auto& [idx, alloc] : d.assign) {
     Tracked* t = m.ByIndex(idx);
-    if (t == nullptr || t->view.alloc == alloc) continue;  // idempotent
+    if (t == nullptr) continue;
     auto pit = plans.find(idx);
     const std::vector<PlanChoice>* set = pit == plans.end() ? nullptr : pit->second;
+    if (t->view.alloc == alloc) {  // the same GPUs: perhaps another plan
+      m.Replan(*t, set, now);
+      continue;
+    }
     std::optional<ParallelPlan> plan;
     if (!alloc.empty()) {
       Result<ParallelPlan> p = m.PlanFor(*t, alloc, set);

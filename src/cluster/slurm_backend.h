@@ -11,13 +11,18 @@
 //    plan, or suspension): signals it to checkpoint (SIGUSR1), marks it
 //    `reconfiguring`, and once it has stopped (exit 85) relaunches it on the
 //    new allocation — or cancels it after `stop_timeout` and relaunches it
-//    from its last periodic checkpoint;
+//    from its last periodic checkpoint. On the same GPUs, a new plan (the
+//    first of the decision's plan set the job's framework can express) is
+//    taken when the running plan left the set or the new one is estimated
+//    at least 5% faster (both from the set);
 //  - a rejection: cancels what runs and fails the job with the reason.
 // What it watches (Advance, every `poll_interval`): Slurm's view of its jobs
 // (started, ended and how: the exit file its batch script writes), nodes
 // (drained or down: jobs there checkpoint and move; back: capacity
 // returns), the jobs' metrics files (step times into the store, progress,
-// and the per-job, per-type correction of the belief), submissions and
+// and the belief's correction of the running plan and of the job's GPU
+// type), profiling runs (one per GPU type and pipeline-stage count before a
+// job's first placement: the belief's per-depth factors), submissions and
 // cancellations from the API (its inbox, the only thread-safe part).
 // On start (Recover) it reconciles the store with what Slurm runs: adopts
 // running `tessel-<id>` jobs, relaunches what vanished, cancels Slurm jobs

@@ -272,7 +272,43 @@ TEST_F(SlurmBackendTest, AJobStoppedAtItsLastStepIsCompletedOneStepShortWaits) {
   }
 }
 
-TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheModel) {
+// Expects the sbatch of one profiling run of job `id` (its folder `jd`):
+// one GPU of `gres` on `node`, files profile.<type>.<stages>.*.
+void ExpectProfileRun(FakeCommandRunner& fake, const std::string& jd, int64_t id, int type, int stages,
+                      const std::string& node, const std::string& gres, const std::string& slurm_id) {
+  std::string tag = jd + "/profile." + std::to_string(type) + "." + std::to_string(stages);
+  fake.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id) + "-profile", "--nodes=1",
+               "--nodelist=" + node, "--ntasks-per-node=1", "--gpus-per-task=" + gres + ":1", "--gpu-bind=per_task:1",
+               "--no-requeue", "--chdir=" + jd, "--output=" + tag + ".out", "--export=ALL", tag + ".sh"})
+      .Stdout(slurm_id + "\n");
+}
+
+// The environment a profiling run was launched with.
+nlohmann::json ProfileEnv(const std::string& jd, int type, int stages) {
+  std::ifstream f(jd + "/profile." + std::to_string(type) + "." + std::to_string(stages) + ".json");
+  return nlohmann::json::parse(f)["env"];
+}
+
+// Writes what a profiling run measured: 3 steps of `step_time_s` at the
+// micro-batch and layers it was launched with.
+void WriteProfile(const std::string& jd, int type, int stages, double step_time_s) {
+  nlohmann::json env = ProfileEnv(jd, type, stages);
+  std::ofstream f(jd + "/profile." + std::to_string(type) + "." + std::to_string(stages) + ".jsonl");
+  for (int step = 0; step < 3; ++step) {
+    f << "{\"profile\": true, \"step\": " << step << ", \"step_time_s\": " << step_time_s
+      << ", \"micro_batch\": " << env["TESSEL_MICRO_BATCH"].get<std::string>()
+      << ", \"layers\": " << env["TESSEL_PROFILE_LAYERS"].get<std::string>() << "}\n";
+  }
+}
+
+// A plan of `pp` stages (what the belief's depth factors key on).
+ParallelPlan WithStages(int pp) {
+  ParallelPlan p;
+  p.pp = pp;
+  return p;
+}
+
+TEST_F(SlurmBackendTest, ProfilesEveryStageCountOfEachTypeAndReusesStoredProfiles) {
   PolicyTraits traits;
   traits.profiling.kind = ProfilingKind::kDisaggregated;
   SlurmClient client(fake_);
@@ -283,36 +319,57 @@ TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheM
   ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
   int64_t first = AddJob(2);
   backend.Submitted(first);
-  // One GPU of each type (a100 on n1, v100 on n5), the job's own command in
-  // profiling mode; the job is not shown to the policy meanwhile.
+  // gpt3-350m (24 layers) on up to 2 GPUs: pipelines of 1 and 2 stages, on
+  // each type, all at once, each on one GPU, spread over the free nodes;
+  // the job is not shown to the policy meanwhile.
   fake_.InAnyOrder();
   std::string jd = dir_ + "/jobs/" + std::to_string(first);
-  for (auto [type, node, gres, id] : {std::tuple{0, "n1", "a100", "31"}, std::tuple{1, "n5", "v100", "32"}}) {
-    std::string tag = jd + "/profile." + std::to_string(type);
-    fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(first) + "-profile",
-                  std::string("--nodes=1"), std::string("--nodelist=") + node, "--ntasks-per-node=1",
-                  std::string("--gpus-per-task=") + gres + ":1", "--gpu-bind=per_task:1", "--no-requeue",
-                  "--chdir=" + jd, "--output=" + tag + ".out", "--export=ALL", tag + ".sh"})
-        .Stdout(std::string(id) + "\n");
-  }
+  ExpectProfileRun(fake_, jd, first, 0, 1, "n1", "a100", "31");
+  ExpectProfileRun(fake_, jd, first, 0, 2, "n2", "a100", "32");
+  ExpectProfileRun(fake_, jd, first, 1, 1, "n5", "v100", "33");
+  ExpectProfileRun(fake_, jd, first, 1, 2, "n6", "v100", "34");
   std::string name = "tessel-" + std::to_string(first) + "-profile";
   fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
-  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{31, name}, {32, name}}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{31, name}, {32, name}, {33, name}, {34, name}}));
   ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
-  EXPECT_EQ(store_->Job(first)->state, JobState::kProfiling);
+  auto row = store_->Job(first).value();
+  EXPECT_EQ(row.state, JobState::kProfiling);
+  EXPECT_EQ(row.reason, "profiling one pipeline stage on one GPU: a100-80g (1, 2 stages), v100-32g (1, 2 stages)");
   EXPECT_FALSE(backend.HasActiveJobs());
-  nlohmann::json launch = nlohmann::json::parse(std::ifstream(jd + "/profile.0.json"));
-  EXPECT_EQ(launch["env"]["TESSEL_PROFILE"], "1");
-  EXPECT_EQ(launch["env"]["TESSEL_PROFILE_LAYERS"], "24") << "gpt3-350m fits one GPU: the whole model";
-  // Both runs end having written their steps: the profile is stored, the
-  // job's corrections start from it, and the job is placed.
-  for (int type : {0, 1}) {
-    std::ofstream f(jd + "/profile." + std::to_string(type) + ".jsonl");
-    for (int step = 0; step < 3; ++step) {
-      f << "{\"profile\": true, \"step\": " << step << ", \"step_time_s\": " << (type ? 0.2 : 0.1)
-        << ", \"micro_batch\": 4, \"layers\": 24}\n";
-    }
+  // The first stage's layers (ceil(24 / p)) at the micro-batch of the
+  // estimator's fastest pure pipeline of p stages.
+  int a100 = inv_->cluster.FindType("a100-80g");
+  JobSpec spec{.id = std::to_string(first), .model = "gpt3-350m", .global_batch = 8, .iterations = 10.0};
+  for (int p : {1, 2}) {
+    SCOPED_TRACE("stages " + std::to_string(p));
+    nlohmann::json env = ProfileEnv(jd, 0, p);
+    EXPECT_EQ(env["TESSEL_PROFILE"], "1");
+    EXPECT_EQ(env["TESSEL_PROFILE_LAYERS"], std::to_string(24 / p));
+    EXPECT_EQ(env["TESSEL_WORLD_SIZE"], "1");
+    EXPECT_EQ(env["TESSEL_PP"], "1");
+    EXPECT_EQ(env["TESSEL_MICRO_BATCH"], std::to_string(est.PipelinePlan(spec, a100, p, 1)->plan.micro_batch));
   }
+  EXPECT_NE(ProfileEnv(jd, 0, 1)["MASTER_PORT"], ProfileEnv(jd, 0, 2)["MASTER_PORT"]);
+
+  // The two-stage run on the A100 ends first: only p = 2 plans on the A100
+  // get a factor, (M + 1) * t_stage against the pure pipeline's estimate.
+  WriteProfile(jd, 0, 2, 0.05);
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{31, name}, {33, name}, {34, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(15)).ok());
+  PlanChoice grid2 = est.PipelinePlan(spec, a100, 2, 1).value();
+  double factor2 = (grid2.plan.num_micro_batches + 1) * 0.05 / grid2.iteration_time_s;
+  ParallelPlan one = WithStages(1), two = WithStages(2);
+  EXPECT_NEAR(belief.Factor(spec.id, a100, &two), factor2, 1e-12);
+  EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100, &one), 1.0) << "the one-stage profile is still running";
+  EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100), 1.0) << "no type-wide factor from a profile";
+  ASSERT_EQ(store_->Corrections(first)->size(), 1u);
+  EXPECT_EQ(store_->Corrections(first)->front().scope, "stages=2");
+  EXPECT_EQ(store_->Job(first)->state, JobState::kProfiling);
+
+  WriteProfile(jd, 0, 1, 0.1);
+  WriteProfile(jd, 1, 1, 0.2);
+  WriteProfile(jd, 1, 2, 0.1);
   fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
   fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
   auto ev = backend.Advance(Seconds(20));
@@ -320,28 +377,179 @@ TEST_F(SlurmBackendTest, ProfilesOneGpuOfEachTypeFirstAndReusesTheProfileForTheM
   EXPECT_TRUE(ev->decide);
   EXPECT_EQ(store_->Job(first)->state, JobState::kPending);
   EXPECT_TRUE(backend.HasActiveJobs());
-  auto profiles = store_->Profiles("gpt3-350m").value();
-  ASSERT_EQ(profiles.size(), 2u);
-  EXPECT_DOUBLE_EQ(profiles[0].step_time_s, 0.1);
+  EXPECT_EQ(store_->Profiles("gpt3-350m")->size(), 4u);
   auto corrections = store_->Corrections(first).value();
-  ASSERT_EQ(corrections.size(), 2u);
-  // Measured: 0.1 s per micro-batch of 4, global batch 8 -> 0.2 s per iteration on one GPU.
-  int a100 = inv_->cluster.FindType("a100-80g");
-  double estimated = est.Rate(JobSpec{.id = "x", .model = "gpt3-350m", .global_batch = 8}, a100, 1, 1).iteration_time_s;
-  EXPECT_NEAR(belief.Rate(JobSpec{.id = std::to_string(first), .model = "gpt3-350m", .global_batch = 8,
-                                  .iterations = 10.0},
-                          a100, 1, 1)
-                  .iteration_time_s,
-              0.2, 1e-9)
-      << "estimated " << estimated;
-  // A second job of the same model reuses the stored profile: no sbatch.
-  int64_t second = AddJob(1);
+  ASSERT_EQ(corrections.size(), 4u);
+  for (const Correction& c : corrections) EXPECT_TRUE(c.scope == "stages=1" || c.scope == "stages=2") << c.scope;
+  // One stage: 0.1 s per micro-batch of mb, global batch 8 -> 0.8 / mb s per
+  // iteration on one GPU, whatever the estimate was.
+  int mb1 = std::stoi(ProfileEnv(jd, 0, 1)["TESSEL_MICRO_BATCH"].get<std::string>());
+  EXPECT_NEAR(belief.Rate(spec, a100, 1, 1).iteration_time_s, 0.8 / mb1, 1e-9)
+      << "estimated " << est.Rate(spec, a100, 1, 1).iteration_time_s;
+  EXPECT_NEAR(belief.Factor(spec.id, a100, &two), factor2, 1e-12) << "the one-stage profile left p = 2 alone";
+
+  // A second job of the model, the same shape: every profile is stored, so
+  // nothing runs (no sbatch) and its factors come from them.
+  int64_t second = AddJob(2);
   backend.Submitted(second);
   fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
   fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
   ASSERT_TRUE(backend.Advance(Seconds(21)).ok());
   EXPECT_EQ(store_->Job(second)->state, JobState::kPending);
-  EXPECT_EQ(store_->Corrections(second)->size(), 2u);
+  EXPECT_EQ(store_->Corrections(second)->size(), 4u);
+  EXPECT_NEAR(belief.Factor(std::to_string(second), a100, &two), factor2, 1e-12);
+  // A third on up to 4 GPUs also admits 4 stages: only those are measured
+  // (6 layers a stage).
+  int64_t third = AddJob(4);
+  backend.Submitted(third);
+  std::string jd3 = dir_ + "/jobs/" + std::to_string(third);
+  ExpectProfileRun(fake_, jd3, third, 0, 4, "n1", "a100", "41");
+  ExpectProfileRun(fake_, jd3, third, 1, 4, "n5", "v100", "42");
+  std::string name3 = "tessel-" + std::to_string(third) + "-profile";
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{41, name3}, {42, name3}}));
+  ASSERT_TRUE(backend.Advance(Seconds(22)).ok());
+  EXPECT_EQ(store_->Job(third)->state, JobState::kProfiling);
+  EXPECT_EQ(ProfileEnv(jd3, 0, 4)["TESSEL_PROFILE_LAYERS"], "6");
+  EXPECT_EQ(store_->Corrections(third)->size(), 4u) << "p = 1, 2 on both types from the stored profiles";
+}
+
+// Measured steps correct the plan the job runs (against the base estimate
+// of that plan) and the type's fallback; after a restart each stored
+// correction comes back at the level its scope names.
+TEST_F(SlurmBackendTest, MeasuredStepsCorrectTheRunningPlanAndRestartRestoresEachScope) {
+  int64_t id = AddJob(1);
+  int a100 = inv_->cluster.FindType("a100-80g");
+  JobSpec spec{.id = std::to_string(id), .model = "gpt3-350m", .global_batch = 8, .iterations = 10.0};
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  const JobRate& base = est.Rate(spec, a100, 1, 1);
+  ASSERT_TRUE(base.fits);
+  const ParallelPlan plan = base.plan;  // what a launch without a plan set runs
+  const double factor = 0.5 / base.iteration_time_s;
+  {
+    SlurmClient client(fake_);
+    CorrectedThroughput belief(est);
+    SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+    std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
+    EndLaunch(backend, fake_, jd, 9, /*done=*/false, kExitCheckpointed);  // 0.5 s a step
+    ASSERT_EQ(store_->Job(id)->state, JobState::kPending);
+    EXPECT_EQ(*store_->Corrections(id), (std::vector<Correction>{{"a100-80g", factor, 8, ""},
+                                                                 {"a100-80g", factor, 8, "plan=" + plan.ToString()}}));
+    EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100, &plan), factor);
+    EXPECT_NEAR(belief.Rate(spec, a100, 1, 1).iteration_time_s, 0.5, 1e-12);
+  }
+  // Distinct factors per scope, and one this daemon does not know.
+  ASSERT_TRUE(store_->SetCorrection(id, {"a100-80g", 1.2, 8, ""}).ok());
+  ASSERT_TRUE(store_->SetCorrection(id, {"a100-80g", 1.7, 0, "stages=2"}).ok());
+  ASSERT_TRUE(store_->SetCorrection(id, {"a100-80g", 9.0, 0, "nodes=3"}).ok());
+  SlurmClient client(fake_);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(30)).ok());
+  ParallelPlan other_one_stage = plan, two = plan;
+  other_one_stage.micro_batch = plan.micro_batch == 1 ? 2 : 1;
+  two.pp = 2;
+  EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100, &plan), factor) << "plan=";
+  EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100, &two), 1.7) << "stages=2";
+  EXPECT_DOUBLE_EQ(belief.Factor(spec.id, a100, &other_one_stage), 1.2) << "the type's";
+}
+
+// A decision that keeps a running job on its GPUs but leads its plan set
+// with another plan: relaunched under it (checkpoint, stop, relaunch) when
+// the set's estimate is at least 5% shorter than the running plan's, or the
+// running plan left the set; a smaller gain changes nothing.
+TEST_F(SlurmBackendTest, ReplansOnTheSameGpusForAFivePercentGainOrWhenItsPlanLeftTheSet) {
+  int64_t id = AddJob(2);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.InAnyOrder();
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+  Snapshot snap;
+  backend.Observe(Seconds(11), &snap);
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  const int idx = snap.jobs[0]->index;
+  const Allocation alloc{inv_->cluster.FindType("a100-80g"), {{0, 2}}};
+  ParallelPlan dp;  // d2 mb4x1
+  dp.dp = 2;
+  dp.micro_batch = 4;
+  ParallelPlan pipe;  // d1 p2 mb1x8
+  pipe.pp = 2;
+  pipe.num_micro_batches = 8;
+  ParallelPlan tensor;  // d1 t2 mb4x2
+  tensor.tp = 2;
+  tensor.micro_batch = 4;
+  tensor.num_micro_batches = 2;
+  std::string jd = dir_ + "/jobs/" + std::to_string(id);
+  auto expect_sbatch = [&](int launch, const std::string& slurm_id) {
+    std::string n = std::to_string(launch);
+    fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--nodes=1", "--nodelist=n1",
+                  "--ntasks-per-node=2", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
+                  "--chdir=" + jd, "--output=" + jd + "/slurm." + n + ".out", "--export=ALL",
+                  jd + "/batch." + n + ".sh"})
+        .Stdout(slurm_id + "\n");
+  };
+  auto running_as = [&](int64_t slurm_id, SimTime now) {
+    fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+    fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{slurm_id, "tessel-" + std::to_string(id)}}));
+    ASSERT_TRUE(backend.Advance(now).ok());
+    ASSERT_EQ(store_->Job(id)->state, JobState::kRunning);
+  };
+  auto decide = [&](std::vector<PlanChoice> set, SimTime now) {
+    Decision d;
+    d.assign = {{idx, alloc}};
+    d.plans = {{idx, std::move(set)}};
+    ASSERT_TRUE(backend.Apply(d, now).ok());
+  };
+  auto pp_of = [&](int launch) {
+    std::ifstream f(jd + "/launch." + std::to_string(launch) + ".json");
+    return nlohmann::json::parse(f)["env"]["TESSEL_PP"].get<std::string>();
+  };
+
+  expect_sbatch(0, "5");
+  decide({PlanChoice{dp, 1.0, 20}, PlanChoice{pipe, 1.1, 10}}, Seconds(11));
+  ASSERT_EQ(pp_of(0), "1");
+  running_as(5, Seconds(12));
+  // 3% faster: not worth a relaunch (no command runs: the fake would fail).
+  decide({PlanChoice{pipe, 0.97, 10}, PlanChoice{dp, 1.0, 20}}, Seconds(13));
+  EXPECT_EQ(store_->Job(id)->state, JobState::kRunning);
+  // The first plan is the running one: nothing either.
+  decide({PlanChoice{dp, 0.5, 20}, PlanChoice{pipe, 0.4, 10}}, Seconds(13));
+  EXPECT_EQ(store_->Job(id)->state, JobState::kRunning);
+  // 6% faster: checkpoint and stop (SIGUSR1), then relaunch under it.
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, "tessel-" + std::to_string(id)}}));
+  fake_.Expect({"scancel", "--signal=USR1", "5"});
+  decide({PlanChoice{pipe, 0.94, 10}, PlanChoice{dp, 1.0, 20}}, Seconds(14));
+  auto row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kReconfiguring);
+  EXPECT_EQ(row.reason,
+            "re-planning on the same GPUs: " + pipe.ToString() + " instead of " + dp.ToString() +
+                " (estimated 0.94 s per iteration instead of 1 s)");
+  decide({PlanChoice{pipe, 0.94, 10}, PlanChoice{dp, 1.0, 20}}, Seconds(15));  // again: idempotent
+  std::ofstream(jd + "/exit.0") << kExitCheckpointed << "\n";
+  expect_sbatch(1, "6");
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(16)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kStarting);
+  EXPECT_EQ(pp_of(1), "2") << "relaunched under the pipeline";
+  EXPECT_EQ(store_->Job(id)->launch_count, 2);
+  running_as(6, Seconds(17));
+  // The running plan is no longer in the set: relaunched under the set's
+  // first, even though it is estimated slower than the running one was.
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{6, "tessel-" + std::to_string(id)}}));
+  fake_.Expect({"scancel", "--signal=USR1", "6"});
+  decide({PlanChoice{tensor, 2.0, 10}}, Seconds(18));
+  row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kReconfiguring);
+  EXPECT_EQ(row.reason, "re-planning on the same GPUs: " + tensor.ToString() + " instead of " + pipe.ToString() +
+                            " (no longer in the policy's plan set)");
 }
 
 TEST_F(SlurmBackendTest, AFrameworkRunsTheFirstPlanItCanExpressAndAJobWithNoneFails) {

@@ -96,6 +96,22 @@ CREATE TABLE profiles (
   PRIMARY KEY (key, gpu_type, stage_layers, micro_batch)
 );
 )sql",
+    // 2: corrections get a scope within their GPU type ('' = the type's,
+    // 'stages=<p>', 'plan=<plan>'); existing rows are the type's.
+    R"sql(
+CREATE TABLE corrections_v2 (
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  gpu_type TEXT NOT NULL,
+  scope TEXT NOT NULL DEFAULT '',
+  factor REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  PRIMARY KEY (job_id, gpu_type, scope)
+);
+INSERT INTO corrections_v2 (job_id, gpu_type, scope, factor, samples)
+  SELECT job_id, gpu_type, '', factor, samples FROM corrections;
+DROP TABLE corrections;
+ALTER TABLE corrections_v2 RENAME TO corrections;
+)sql",
 };
 constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -658,11 +674,11 @@ Status Store::SetCorrection(int64_t id, const Correction& c) {
   std::lock_guard lock(mu_);
   TESSEL_RETURN_IF_ERROR(CheckJobExists(id));
   auto st = Prepare(
-      "INSERT INTO corrections (job_id, gpu_type, factor, samples) VALUES (?1, ?2, ?3, ?4) "
-      "ON CONFLICT (job_id, gpu_type) DO UPDATE SET factor = excluded.factor, "
+      "INSERT INTO corrections (job_id, gpu_type, scope, factor, samples) VALUES (?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT (job_id, gpu_type, scope) DO UPDATE SET factor = excluded.factor, "
       "samples = excluded.samples");
   if (!st.ok()) return st.status();
-  st->Bind(1, id).Bind(2, c.gpu_type).Bind(3, c.factor).Bind(4, c.samples);
+  st->Bind(1, id).Bind(2, c.gpu_type).Bind(3, c.scope).Bind(4, c.factor).Bind(5, c.samples);
   int rc = st->Step();
   if (rc != SQLITE_DONE) return Error(rc, "setting a correction of " + JobLabel(id));
   return Status::Ok();
@@ -672,13 +688,14 @@ Result<std::vector<Correction>> Store::Corrections(int64_t id) {
   std::lock_guard lock(mu_);
   TESSEL_RETURN_IF_ERROR(CheckJobExists(id));
   auto st = Prepare(
-      "SELECT gpu_type, factor, samples FROM corrections WHERE job_id = ?1 ORDER BY gpu_type");
+      "SELECT gpu_type, factor, samples, scope FROM corrections WHERE job_id = ?1 "
+      "ORDER BY gpu_type, scope");
   if (!st.ok()) return st.status();
   st->Bind(1, id);
   std::vector<Correction> out;
   int rc;
   while ((rc = st->Step()) == SQLITE_ROW) {
-    out.push_back(Correction{st->Text(0), st->Double(1), st->Int(2)});
+    out.push_back(Correction{st->Text(0), st->Double(1), st->Int(2), st->Text(3)});
   }
   if (rc != SQLITE_DONE) return Error(rc, "reading the corrections of " + JobLabel(id));
   return out;

@@ -131,11 +131,17 @@ struct StepSample {
 };
 
 // The estimator's multiplicative correction for one job on one GPU type:
-// measured step time / estimated, from `samples` measurements.
+// measured step time / estimated, from `samples` measurements (0: from a
+// profile). `scope` narrows it within the type; the store keeps it as text
+// and the daemon writes '' (the type's: the job's latest measurement there
+// under any plan), 'stages=<p>' (a profile of one stage of a p-stage
+// pipeline) or 'plan=<ParallelPlan::ToString()>' (that plan measured)
+// (policy/corrected_throughput.h has the precedence).
 struct Correction {
   std::string gpu_type;
   double factor = 1;
   int64_t samples = 0;
+  std::string scope;
   bool operator==(const Correction&) const = default;
 };
 
@@ -216,10 +222,10 @@ class Store {
   // The job's latest `limit` samples (by time, then step), oldest first.
   Result<std::vector<StepSample>> Steps(int64_t id, int limit);
 
-  // Inserts or replaces the correction for (job, gpu_type); factor must be
-  // finite and > 0.
+  // Inserts or replaces the correction for (job, gpu_type, scope); factor
+  // must be finite and > 0.
   Status SetCorrection(int64_t id, const Correction& correction);
-  // By GPU type.
+  // By GPU type, then scope.
   Result<std::vector<Correction>> Corrections(int64_t id);
 
   // Inserts or replaces the profile for its key fields.

@@ -228,7 +228,7 @@ TEST(StoreTest, UnknownJobsAreNotFound) {
   EXPECT_EQ(store->AddStepTimes(42, {&s, 1}).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->History(42).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Steps(42, 10).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->SetCorrection(42, {"a100-80g", 1.1, 3}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->SetCorrection(42, {"a100-80g", 1.1, 3, ""}).code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Corrections(42).status().code(), StatusCode::kNotFound);
 }
 
@@ -306,13 +306,13 @@ TEST(StoreTest, CorrectionsProfilesAndMeta) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("state.db"));
   int64_t id = AddOrDie(*store, MakeJob("a"));
-  ASSERT_TRUE(store->SetCorrection(id, {"v100-32g", 1.25, 4}).ok());
-  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 0.9, 10}).ok());
-  ASSERT_TRUE(store->SetCorrection(id, {"v100-32g", 1.2, 5}).ok());  // replaces
+  ASSERT_TRUE(store->SetCorrection(id, {"v100-32g", 1.25, 4, ""}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 0.9, 10, ""}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"v100-32g", 1.2, 5, ""}).ok());  // replaces
   EXPECT_EQ(*store->Corrections(id),
-            (std::vector<Correction>{{"a100-80g", 0.9, 10}, {"v100-32g", 1.2, 5}}));
-  EXPECT_EQ(store->SetCorrection(id, {"a100-80g", 0, 1}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(store->SetCorrection(id, {"a100-80g", INFINITY, 1}).code(),
+            (std::vector<Correction>{{"a100-80g", 0.9, 10, ""}, {"v100-32g", 1.2, 5, ""}}));
+  EXPECT_EQ(store->SetCorrection(id, {"a100-80g", 0, 1, ""}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->SetCorrection(id, {"a100-80g", INFINITY, 1, ""}).code(),
             StatusCode::kInvalidArgument);
 
   ProfileRecord p1{"gpt3-125m", "a100-80g", 6, 4, 0.12, 10};
@@ -331,6 +331,57 @@ TEST(StoreTest, CorrectionsProfilesAndMeta) {
   ASSERT_TRUE(store->SetMeta("policy", "arena").ok());
   ASSERT_TRUE(store->SetMeta("policy", "sia").ok());
   EXPECT_EQ(*store->GetMeta("policy"), "sia");
+}
+
+TEST(StoreTest, CorrectionsAreKeyedByTypeAndScope) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("state.db"));
+  int64_t id = AddOrDie(*store, MakeJob("a"));
+  const std::string plan = "plan=d1 t1 p2 mb4x2 rc=none z0 bf16";
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.1, 3, ""}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.3, 0, "stages=2"}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.2, 3, plan}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.25, 5, plan}).ok());  // replaces only this scope
+  // By type, then scope ('' < 'plan=...' < 'stages=...').
+  EXPECT_EQ(*store->Corrections(id), (std::vector<Correction>{{"a100-80g", 1.1, 3, ""},
+                                                              {"a100-80g", 1.25, 5, plan},
+                                                              {"a100-80g", 1.3, 0, "stages=2"}}));
+}
+
+// A database written by schema version 1 (corrections without a scope)
+// opens, migrates, and keeps its corrections as the type's (scope '').
+// The version-1 file is made by turning a fresh one back: version 2
+// changed only the corrections table.
+TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
+  TempDir dir;
+  std::string path = dir.File("state.db");
+  int64_t id;
+  {
+    auto store = OpenOrDie(path);
+    id = AddOrDie(*store, MakeJob("a"));
+  }
+  ASSERT_EQ(Store::SchemaVersion(), 2);
+  RawSql(path,
+         "DROP TABLE corrections;"
+         "CREATE TABLE corrections (job_id INTEGER NOT NULL REFERENCES jobs (id), gpu_type TEXT NOT NULL, "
+         "factor REAL NOT NULL, samples INTEGER NOT NULL, PRIMARY KEY (job_id, gpu_type));"
+         "INSERT INTO corrections VALUES (" + std::to_string(id) + ", 'a100-80g', 1.5, 7);"
+         "INSERT INTO corrections VALUES (" + std::to_string(id) + ", 'v100-32g', 0.8, 2);"
+         "PRAGMA user_version = 1;");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->Corrections(id),
+            (std::vector<Correction>{{"a100-80g", 1.5, 7, ""}, {"v100-32g", 0.8, 2, ""}}));
+  // The new key: a scoped row beside the type's, and the type's replaced in place.
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.4, 0, "stages=4"}).ok());
+  ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.6, 9, ""}).ok());
+  EXPECT_EQ(*store->Corrections(id), (std::vector<Correction>{{"a100-80g", 1.6, 9, ""},
+                                                              {"a100-80g", 1.4, 0, "stages=4"},
+                                                              {"v100-32g", 0.8, 2, ""}}));
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+  store.reset();
+  store = OpenOrDie(path);  // at version 2 now: opens without migrating again
+  EXPECT_EQ(store->Corrections(id)->size(), 3u);
 }
 
 TEST(StoreTest, JobsFilterAndCountByState) {
@@ -424,7 +475,7 @@ TEST(StoreTest, ReopenKeepsEverything) {
     ASSERT_TRUE(store->SetSlurmJob(id, "99").ok());
     StepSample s{9, "a100-80g", 2, 1, 0.3, 16, false};
     ASSERT_TRUE(store->AddStepTimes(id, {&s, 1}).ok());
-    ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.1, 1}).ok());
+    ASSERT_TRUE(store->SetCorrection(id, {"a100-80g", 1.1, 1, ""}).ok());
     ASSERT_TRUE(store->PutProfile({"k", "a100-80g", 1, 1, 0.1, 1}).ok());
     ASSERT_TRUE(store->SetMeta("policy", "arena").ok());
     before = *store->Job(id);

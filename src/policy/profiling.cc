@@ -26,19 +26,26 @@ const char* ProfilingKindName(ProfilingKind k) {
 
 namespace {
 
+int LayersOf(const JobSpec& job) {
+  auto model = FindModel(job.model);
+  return model.ok() ? std::max(1, (*model)->NumLayers()) : 1;
+}
+
+// GPUs of type `t` the job may hold: no more stages than that.
+int MaxGpusOn(const JobSpec& job, const Cluster& cluster, int t) {
+  return std::min(cluster.types()[t].total_gpus, std::max(1, std::max(job.max_gpus, job.requested_gpus)));
+}
+
 // Configurations per GPU type (0 for types left out).
 std::vector<int> PerType(const ProfilingModel& m, const JobSpec& job, const Cluster& cluster) {
   std::vector<int> out(cluster.types().size(), 0);
   if (m.kind == ProfilingKind::kNone) return out;
-  int layers = 1;
-  if (auto model = FindModel(job.model); model.ok()) layers = std::max(1, (*model)->NumLayers());
+  const int layers = LayersOf(job);
   int want = job.requested_gpu_type.empty() ? -1 : cluster.FindType(job.requested_gpu_type);
   for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
     if (!m.all_types && want >= 0 && t != want) continue;
-    int type_gpus = cluster.types()[t].total_gpus;
-    int max_gpus = std::min(type_gpus, std::max(1, std::max(job.max_gpus, job.requested_gpus)));
-    // Stage counts the job can use: no more stages than GPUs it may hold.
-    for (int p = 1; p <= m.max_stages && p <= layers && p <= max_gpus; p *= 2) {
+    int max_gpus = MaxGpusOn(job, cluster, t);
+    for (int p : m.StageCounts(layers, max_gpus)) {
       if (m.kind == ProfilingKind::kDisaggregated) {
         ++out[t];  // one stage on one GPU
       } else {
@@ -50,6 +57,17 @@ std::vector<int> PerType(const ProfilingModel& m, const JobSpec& job, const Clus
 }
 
 }  // namespace
+
+std::vector<int> ProfilingModel::StageCounts(int layers, int max_gpus) const {
+  std::vector<int> out;
+  for (int p = 1; p <= max_stages && p <= layers && p <= max_gpus; p *= 2) out.push_back(p);
+  return out;
+}
+
+std::vector<int> ProfilingModel::StageCountsFor(const JobSpec& job, const Cluster& cluster, int type) const {
+  if (type < 0 || type >= static_cast<int>(cluster.types().size())) return {};
+  return StageCounts(LayersOf(job), MaxGpusOn(job, cluster, type));
+}
 
 int ProfilingModel::Configurations(const JobSpec& job, const Cluster& cluster) const {
   int total = 0;

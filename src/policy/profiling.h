@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "hardware/cluster.h"
@@ -34,6 +35,16 @@ struct ProfilingModel {
   bool all_types = true;  // profile every GPU type (false: the requested one only)
   int max_stages = 8;     // stage counts profiled: 1, 2, 4, ... up to this (and the model's layers)
   bool parallel_types = true;  // disaggregated: GPU types profiled at the same time
+
+  // The pipeline-stage counts a job's grids admit, ascending: 1, 2, 4, ...
+  // up to max_stages, the model's `layers` and the `max_gpus` GPUs it may
+  // hold. The simulator's cost (Configurations, Seconds) and the daemon's
+  // profiling runs (one per GPU type and count) both use it.
+  std::vector<int> StageCounts(int layers, int max_gpus) const;
+  // StageCounts for `job` on cluster type `type`: its model's layers (1 when
+  // the catalog does not know it) and the GPUs it may hold there (its
+  // max_gpus or requested_gpus, at most the type's GPUs).
+  std::vector<int> StageCountsFor(const JobSpec& job, const Cluster& cluster, int type) const;
 
   // Configurations profiled for `job` on `cluster`.
   int Configurations(const JobSpec& job, const Cluster& cluster) const;

@@ -56,6 +56,30 @@ TEST(Profiling, CountsConfigurations) {
   EXPECT_EQ(ProfilingModel{}.Configurations(j, c), 0);
 }
 
+// The stage counts a job's grids admit, which the daemon profiles one run
+// each of and the simulator charges for: powers of two up to max_stages,
+// the layers and the GPUs the job may hold on the type.
+TEST(Profiling, StageCountsAreWhatTheGridsAdmit) {
+  ProfilingModel m;
+  m.kind = ProfilingKind::kDisaggregated;
+  EXPECT_EQ(m.StageCounts(24, 8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(m.StageCounts(24, 6), (std::vector<int>{1, 2, 4})) << "no more stages than GPUs";
+  EXPECT_EQ(m.StageCounts(3, 64), (std::vector<int>{1, 2})) << "no more stages than layers";
+  m.max_stages = 2;
+  EXPECT_EQ(m.StageCounts(24, 64), (std::vector<int>{1, 2}));
+  m.max_stages = 8;
+  Cluster c = TwoTypes();
+  JobSpec j = Job("a", 0);  // gpt3-350m, 24 layers, up to 8 GPUs
+  int a100 = c.FindType("a100-80g"), v100 = c.FindType("v100-32g");
+  EXPECT_EQ(m.StageCountsFor(j, c, a100), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(m.StageCountsFor(j, c, v100), (std::vector<int>{1, 2, 4})) << "the type's 4 GPUs";
+  EXPECT_EQ(m.Configurations(j, c),
+            static_cast<int>(m.StageCountsFor(j, c, a100).size() + m.StageCountsFor(j, c, v100).size()));
+  j.max_gpus = 1;
+  j.requested_gpus = 2;
+  EXPECT_EQ(m.StageCountsFor(j, c, a100), (std::vector<int>{1, 2})) << "its requested GPUs count too";
+}
+
 TEST(Profiling, ParsesKinds) {
   EXPECT_EQ(ParseProfilingKind("direct").value(), ProfilingKind::kDirect);
   EXPECT_EQ(ParseProfilingKind("disaggregated").value(), ProfilingKind::kDisaggregated);

@@ -77,6 +77,7 @@ struct EstimatorThroughput::Impl {
   Estimator estimator{params};
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
+  std::map<RateKey, std::optional<PlanChoice>> pipelines;  // gpus = stages
 
   Impl(const Cluster& c, PlanMode m, PerfParams p) : cluster(c), mode(m), params(std::move(p)) {}
 
@@ -182,6 +183,21 @@ struct EstimatorThroughput::Impl {
     return out;
   }
 
+  std::optional<PlanChoice> PipelinePlan(const JobSpec& job, int type, int stages, int nodes) const {
+    auto model = FindModel(job.model);
+    if (!model.ok() || stages < 1) return std::nullopt;
+    PlanRequest req = Request(**model, type, stages, nodes, 1.0);
+    req.global_batch = std::max(1, job.global_batch);
+    req.pp = stages;
+    req.dp = 1;
+    req.tp = 1;
+    req.virtual_stages = 1;
+    auto result = SearchPlans(estimator, req);
+    if (!result.ok() || result->plans.empty()) return std::nullopt;
+    const Estimate& e = result->plans.front();
+    return PlanChoice{e.plan, e.iteration_time_s, e.memory_gib_per_gpu};
+  }
+
   JobRate Compute(const JobSpec& job, int type, int gpus, int nodes, double network_share = 1.0) const {
     JobRate rate;
     auto model = FindModel(job.model);
@@ -253,6 +269,13 @@ std::vector<PlanChoice> EstimatorThroughput::PlanSet(const JobSpec& job, int typ
   auto it = impl_->plan_sets.find(key);
   if (it != impl_->plan_sets.end()) return it->second;
   return impl_->plan_sets.emplace(std::move(key), impl_->PlanSet(job, type, gpus, nodes, max_plans)).first->second;
+}
+
+std::optional<PlanChoice> EstimatorThroughput::PipelinePlan(const JobSpec& job, int type, int stages, int nodes) {
+  RateKey key{job.model, job.global_batch, type, stages, nodes};
+  auto it = impl_->pipelines.find(key);
+  if (it != impl_->pipelines.end()) return it->second;
+  return impl_->pipelines.emplace(std::move(key), impl_->PipelinePlan(job, type, stages, nodes)).first->second;
 }
 
 }  // namespace tessel

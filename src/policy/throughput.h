@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -84,6 +85,18 @@ class ThroughputModel {
     if (!r.fits) return {};
     return {PlanChoice{r.plan, r.iteration_time_s, 0}};
   }
+  // The fastest pure pipeline on `stages` GPUs of `type` over `nodes` nodes:
+  // pp = stages, dp = tp = 1, plain 1F1B (virtual_stages 1). What one
+  // profiled stage of a `stages`-stage pipeline is compared with (the
+  // daemon's disaggregated profiles). nullopt when none fits or the source
+  // cannot tell. The default looks for one in PlanSet (which may have left
+  // it out as dominated); the estimator searches for it.
+  virtual std::optional<PlanChoice> PipelinePlan(const JobSpec& job, int type, int stages, int nodes) {
+    for (const PlanChoice& c : PlanSet(job, type, stages, nodes, 16)) {
+      if (c.plan.pp == stages && c.plan.dp == 1 && c.plan.tp == 1 && c.plan.virtual_stages == 1) return c;
+    }
+    return std::nullopt;
+  }
   // Changes whenever an answer for the same arguments may have changed
   // (a correction learnt from measurement), so callers may keep answers
   // across calls while it stays the same. Models whose answers never change
@@ -101,6 +114,9 @@ class EstimatorThroughput : public ThroughputModel {
   // Shares are rounded to 1/64 (memoised per step).
   const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override;
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
+  // The planner's best plan with p, d, t and the interleaving fixed, at the
+  // job's global batch (memoised).
+  std::optional<PlanChoice> PipelinePlan(const JobSpec& job, int type, int stages, int nodes) override;
   // Estimates made so far (cache misses), for reports and benchmarks.
   int64_t estimates() const { return misses_; }
 

@@ -69,7 +69,8 @@ Json ToJson(const JobDetail& d) {
                      {"profile", s.profile}});
   Json corrections = Json::array();
   for (const JobCorrectionInfo& c : d.corrections)
-    corrections.push_back({{"gpu_type", c.gpu_type}, {"factor", c.factor}, {"samples", c.samples}});
+    corrections.push_back(
+        {{"gpu_type", c.gpu_type}, {"scope", c.scope}, {"factor", c.factor}, {"samples", c.samples}});
   j["history"] = std::move(history);
   j["steps"] = std::move(steps);
   j["corrections"] = std::move(corrections);

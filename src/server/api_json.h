@@ -7,7 +7,8 @@
 //   JobDetail:  JobInfo's fields plus "history" [{"time", "from", "to",
 //                "reason"}], "steps" [{"time", "step", "step_time_s",
 //                "gpu_type", "gpus", "profile"}], "corrections"
-//                [{"gpu_type", "factor", "samples"}], "plan_json", "spec_yaml",
+//                [{"gpu_type", "scope", "factor", "samples"}] (scope: "" for
+//                the type's, "stages=<p>", "plan=<plan>"), "plan_json", "spec_yaml",
 //                "failures", "launches", "slurm_job_id"
 //   NodeInfo:   {"name", "gpu_type", "gres_type", "gpus", "gpus_used",
 //                "gpus_free", "state"}

@@ -261,7 +261,7 @@ Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
   }
   auto corrections = m.store->Corrections(id);
   if (!corrections.ok()) return corrections.status();
-  for (const Correction& c : *corrections) d.corrections.push_back({c.gpu_type, c.factor, c.samples});
+  for (const Correction& c : *corrections) d.corrections.push_back({c.gpu_type, c.factor, c.samples, c.scope});
   return d;
 }
 

@@ -363,7 +363,7 @@ TEST_F(HttpApiTest, JsonShapes) {
   d.slurm_job_id = "4242";
   d.history = {{1714564803'000000, "", "pending", "submitted"}, {1714564863'000000, "pending", "running", "started"}};
   d.steps = {{1714564900'000000, 100, 0.75, "a100-80g", 16, false}};
-  d.corrections = {{"a100-80g", 1.125, 12}};
+  d.corrections = {{"a100-80g", 1.125, 12, ""}, {"a100-80g", 1.25, 0, "stages=2"}};
   int64_t id = fake_.AddJob(d);
   JobDetail p;
   p.job.user = "alice";
@@ -404,7 +404,8 @@ TEST_F(HttpApiTest, JsonShapes) {
       {"time": "2024-05-01T12:01:03Z", "from": "pending", "to": "running", "reason": "started"}])"));
   EXPECT_EQ(detail["steps"], json::parse(R"([{"time": "2024-05-01T12:01:40Z", "step": 100, "step_time_s": 0.75,
       "gpu_type": "a100-80g", "gpus": 16, "profile": false}])"));
-  EXPECT_EQ(detail["corrections"], json::parse(R"([{"gpu_type": "a100-80g", "factor": 1.125, "samples": 12}])"));
+  EXPECT_EQ(detail["corrections"], json::parse(R"([{"gpu_type": "a100-80g", "scope": "", "factor": 1.125, "samples": 12},
+      {"gpu_type": "a100-80g", "scope": "stages=2", "factor": 1.25, "samples": 0}])"));
   EXPECT_EQ(detail["plan_json"], json::parse(R"({"dp": 2, "tp": 8})"));
   EXPECT_EQ(detail["spec_yaml"], "name: train-gpt\n");
   EXPECT_EQ(detail["failures"], 1);

@@ -43,11 +43,15 @@ struct JobStepInfo {
   bool profile = false;
 };
 
-// The estimator's correction for the job on one GPU type.
+// The estimator's correction for the job on one GPU type, within it for
+// `scope`: "" (the type's: the latest measurement under any plan),
+// "stages=<p>" (a profile of a p-stage pipeline's stage) or "plan=<plan>"
+// (that plan measured); cluster/store.h.
 struct JobCorrectionInfo {
   std::string gpu_type;
   double factor = 1;
   int64_t samples = 0;
+  std::string scope;
 };
 
 // One job as `tessel jobs --json` shows it (field names are the JSON keys).
