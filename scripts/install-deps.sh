@@ -4,17 +4,20 @@
 # cpp-httplib; its integration tests a local Slurm (munge, slurmctld, slurmd,
 # slurm-client) and the example training job Debian's python3-torch; the
 # sanitizer and fuzzing builds clang with its runtimes (libFuzzer, ASan,
-# UBSan) and llvm-symbolizer.
+# UBSan) and llvm-symbolizer. report.html embeds Chart.js (libjs-chart.js)
+# at build time; its browser test drives headless Chromium (chromium,
+# chromium-driver, python3-selenium).
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ccache
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libglpk-dev gnuplot-nox
+  libglpk-dev gnuplot-nox libjs-chart.js
   libsqlite3-dev libcpp-httplib-dev curl
   munge slurmctld slurmd slurm-client
   python3-torch
   clang libclang-rt-dev llvm
+  chromium chromium-driver python3-selenium
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -110,7 +110,7 @@ TEST(SimCli, SimulateWritesOutputsIdenticallyTwice) {
     Out r = Tessel({"simulate", "--policy", "fcfs:backfill=easy", "--seed", "5", "--out", base + d, "--no-progress"});
     ASSERT_EQ(r.code, 0) << r.err;
   }
-  for (const char* f : {"jobs.csv", "timeline.csv", "summary.json"}) {
+  for (const char* f : {"jobs.csv", "timeline.csv", "summary.json", "report.html"}) {
     std::ifstream a(base + "/a/" + f), b(base + "/b/" + f);
     std::stringstream sa, sb;
     sa << a.rdbuf();
@@ -137,6 +137,9 @@ TEST(SimCli, CompareJsonIsAListOfSummaries) {
   EXPECT_EQ(j[1]["policy"], "fcfs:backfill=first-fit");
   EXPECT_EQ(j[1]["jobs_total"], 60);
   EXPECT_TRUE(std::filesystem::exists(out + "/fcfs_backfill_first-fit/jobs.csv"));
+  // One page for the comparison, none per policy.
+  EXPECT_GT(std::filesystem::file_size(out + "/report.html"), 100000u);
+  EXPECT_FALSE(std::filesystem::exists(out + "/fcfs_backfill_first-fit/report.html"));
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     EXPECT_EQ(r.err.find("gnuplot failed"), std::string::npos) << r.err;
     for (const char* png : {"compare_jct_cdf.png", "compare_bars.png"}) {

@@ -89,7 +89,9 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--contention-overhead", contention_overhead,
                  "Bandwidth transfers lose when they contend for a link, as Wang et al.'s eta/beta: k transfers "
                  "carry capacity / (1 + x (k-1)/k) (default 0: pure max-min; their 10 GbE figure is 0.2745)");
-  app.add_option("--out", out, "Write summary.json, jobs.csv, timeline.csv and plots (PNG, gnuplot) to this directory");
+  app.add_option("--out", out,
+                 "Write summary.json, jobs.csv, timeline.csv, plots (PNG, gnuplot) and report.html (one "
+                 "self-contained page: the summary table and charts) to this directory");
   app.add_option("--event-log", event_log, "Write every event and decision to this file");
   app.add_option("--decision-log", decision_log,
                  "Write one CSV row per decision to this file: policy,time_s,at_round,active_jobs,changes,wall_ms "

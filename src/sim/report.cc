@@ -14,6 +14,7 @@
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/table.h"
+#include "sim/report_html.h"
 
 namespace tessel {
 namespace {
@@ -137,6 +138,44 @@ std::string SummaryListJson(const std::vector<Summary>& list, bool wall_time) {
   return JsonText(arr, 2) + "\n";
 }
 
+std::vector<SummaryRow> SummaryRows(const Summary& s, bool wall_time) {
+  std::vector<SummaryRow> t;
+  t.push_back({"average JCT", Hours(s.avg_jct_s)});
+  t.push_back({"median JCT", Hours(s.median_jct_s)});
+  t.push_back({"p95 JCT", Hours(s.p95_jct_s)});
+  t.push_back({"p99 JCT", Hours(s.p99_jct_s)});
+  t.push_back({"average queueing", Hours(s.avg_queueing_s)});
+  t.push_back({"makespan", Hours(s.makespan_s)});
+  t.push_back({"throughput", FormatDouble(s.avg_throughput_samples_per_s, 4) + " samples/s, " +
+                                 FormatDouble(s.avg_throughput_tokens_per_s, 4) + " tokens/s"});
+  t.push_back({"cluster throughput peak / p99", FormatDouble(s.cluster_throughput_peak, 4) + " / " +
+                                                   FormatDouble(s.cluster_throughput_p99, 4) + " samples/s"});
+  t.push_back({"samples per GPU-second", FormatDouble(s.samples_per_gpu_s, 4)});
+  t.push_back({"GPU allocation", FormatDouble(100 * s.gpu_utilization, 3) + "%"});
+  t.push_back({"useful utilisation", FormatDouble(100 * s.useful_utilization, 3) + "%"});
+  t.push_back({"finish-time fairness", "avg " + FormatDouble(s.avg_ftf, 3) + ", max " + FormatDouble(s.max_ftf, 3)});
+  t.push_back({"restarts / preemptions / failures", std::to_string(s.restarts) + " / " +
+                                                       std::to_string(s.preemptions) + " / " +
+                                                       std::to_string(s.failures)});
+  if (s.deadline_jobs > 0) {
+    t.push_back({"deadlines met", std::to_string(s.deadline_met) + " of " + std::to_string(s.deadline_jobs) + " (" +
+                                      FormatDouble(100 * s.deadline_met_fraction, 3) + "%)"});
+    t.push_back({"mean tardiness (finished)", Hours(s.avg_tardiness_s)});
+  }
+  t.push_back({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
+  if (s.truth_fallbacks > 0) t.push_back({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
+  t.push_back({"placements refused for memory", std::to_string(s.memory_refusals) + " shapes, " +
+                                                    std::to_string(s.jobs_memory_refused) + " jobs"});
+  if (s.oom_placements > 0) t.push_back({"placements out of memory as placed", std::to_string(s.oom_placements)});
+  if (wall_time) {
+    t.push_back({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
+                                                     FormatDouble(s.decision_p99_ms, 3) + " / " +
+                                                     FormatDouble(s.decision_max_ms, 3) + " ms"});
+    t.push_back({"simulation wall time", FormatDouble(s.sim_wall_time_s, 3) + " s"});
+  }
+  return t;
+}
+
 void RenderSummary(const Summary& s, std::ostream& out) {
   out << "policy " << s.policy << " on " << s.cluster << " (" << s.total_gpus << " GPUs), trace " << s.trace
       << ", truth " << s.truth << ", placement " << s.placement << ", seed " << s.seed << "\n";
@@ -144,36 +183,7 @@ void RenderSummary(const Summary& s, std::ostream& out) {
       << " unfinished, " << s.jobs_rejected << " rejected\n";
   for (const auto& [reason, n] : s.unfinished_reasons) out << "  unfinished, " << reason << ": " << n << "\n";
   TextTable t({"metric", "value"});
-  t.AddRow({"average JCT", Hours(s.avg_jct_s)});
-  t.AddRow({"median JCT", Hours(s.median_jct_s)});
-  t.AddRow({"p95 JCT", Hours(s.p95_jct_s)});
-  t.AddRow({"p99 JCT", Hours(s.p99_jct_s)});
-  t.AddRow({"average queueing", Hours(s.avg_queueing_s)});
-  t.AddRow({"makespan", Hours(s.makespan_s)});
-  t.AddRow({"throughput", FormatDouble(s.avg_throughput_samples_per_s, 4) + " samples/s, " +
-                              FormatDouble(s.avg_throughput_tokens_per_s, 4) + " tokens/s"});
-  t.AddRow({"cluster throughput peak / p99", FormatDouble(s.cluster_throughput_peak, 4) + " / " +
-                                                FormatDouble(s.cluster_throughput_p99, 4) + " samples/s"});
-  t.AddRow({"samples per GPU-second", FormatDouble(s.samples_per_gpu_s, 4)});
-  t.AddRow({"GPU allocation", FormatDouble(100 * s.gpu_utilization, 3) + "%"});
-  t.AddRow({"useful utilisation", FormatDouble(100 * s.useful_utilization, 3) + "%"});
-  t.AddRow({"finish-time fairness", "avg " + FormatDouble(s.avg_ftf, 3) + ", max " + FormatDouble(s.max_ftf, 3)});
-  t.AddRow({"restarts / preemptions / failures", std::to_string(s.restarts) + " / " + std::to_string(s.preemptions) +
-                                                    " / " + std::to_string(s.failures)});
-  if (s.deadline_jobs > 0) {
-    t.AddRow({"deadlines met", std::to_string(s.deadline_met) + " of " + std::to_string(s.deadline_jobs) + " (" +
-                                   FormatDouble(100 * s.deadline_met_fraction, 3) + "%)"});
-    t.AddRow({"mean tardiness (finished)", Hours(s.avg_tardiness_s)});
-  }
-  t.AddRow({"decisions / events", std::to_string(s.decisions) + " / " + std::to_string(s.events)});
-  if (s.truth_fallbacks > 0) t.AddRow({"truth fallbacks to estimator", std::to_string(s.truth_fallbacks)});
-  t.AddRow({"placements refused for memory", std::to_string(s.memory_refusals) + " shapes, " +
-                                                 std::to_string(s.jobs_memory_refused) + " jobs"});
-  if (s.oom_placements > 0) t.AddRow({"placements out of memory as placed", std::to_string(s.oom_placements)});
-  t.AddRow({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
-                                                FormatDouble(s.decision_p99_ms, 3) + " / " +
-                                                FormatDouble(s.decision_max_ms, 3) + " ms"});
-  t.AddRow({"simulation wall time", FormatDouble(s.sim_wall_time_s, 3) + " s"});
+  for (const SummaryRow& row : SummaryRows(s)) t.AddRow({row.metric, row.value});
   out << t.Render();
 }
 
@@ -282,7 +292,10 @@ Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows) {
   return WriteFile(path, out.str());
 }
 
-Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning) {
+namespace {
+
+// WriteRunOutputs without report.html (compare writes one page for all).
+Status WriteRunFiles(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
@@ -313,6 +326,14 @@ Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::st
   return Status::Ok();
 }
 
+}  // namespace
+
+Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning) {
+  TESSEL_RETURN_IF_ERROR(WriteRunFiles(r, cluster, dir, warning));
+  return WriteFile((std::filesystem::path(dir) / "report.html").string(),
+                   ReportHtml(std::span<const SimResult>(&r, 1), cluster, "simulate"));
+}
+
 Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster& cluster, const std::string& dir,
                               std::string* warning) {
   std::error_code ec;
@@ -335,7 +356,7 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
       if (c == ':' || c == '=' || c == '/') c = '_';
     }
     std::string w;
-    TESSEL_RETURN_IF_ERROR(WriteRunOutputs(r, cluster, (std::filesystem::path(dir) / sub).string(), &w));
+    TESSEL_RETURN_IF_ERROR(WriteRunFiles(r, cluster, (std::filesystem::path(dir) / sub).string(), &w));
     cdf << (i ? ", " : "") << "'" << sub << "/jct_cdf.dat' using 1:2 with lines lw 2 title '" << r.summary.policy
         << "'";
     bar_data << '"' << r.summary.policy << "\" " << Num(r.summary.avg_jct_s / 3600) << ' '
@@ -358,6 +379,8 @@ Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster&
          << "plot 'compare.dat' using 5:xtic(1) title 'deadline met'\n";
   }
   TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "compare.gp").string(), cdf.str() + bars.str()));
+  TESSEL_RETURN_IF_ERROR(WriteFile((std::filesystem::path(dir) / "report.html").string(),
+                                   ReportHtml(runs, cluster, "compare")));
   std::string w = RunGnuplot(dir, "compare.gp");
   if (warning) *warning = w;
   return Status::Ok();

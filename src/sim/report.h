@@ -19,6 +19,16 @@ std::string SummaryJson(const Summary& s, bool wall_time = true);
 // A JSON list of summaries (for `compare --json`).
 std::string SummaryListJson(const std::vector<Summary>& list, bool wall_time = true);
 
+// One figure of the readable summary: "average JCT", "6.453 h".
+struct SummaryRow {
+  std::string metric;
+  std::string value;
+};
+// The table RenderSummary prints (after its header and job counts), row by
+// row; report.html shows the same. `wall_time`: the decision-time and
+// simulation wall-time rows, which differ run to run.
+std::vector<SummaryRow> SummaryRows(const Summary& s, bool wall_time = true);
+
 // The readable summary printed by `tessel simulate`.
 void RenderSummary(const Summary& s, std::ostream& out);
 // One row per policy, side by side (`tessel compare`).
@@ -29,13 +39,15 @@ Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::strin
 // time-weighted mean over its interval.
 Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows = 2000);
 
-// Writes summary.json, jobs.csv, timeline.csv and the plots into `dir`
-// (created if missing). Plots need gnuplot on the PATH; without it the
-// gnuplot scripts are still written and `warning` says how to draw them.
+// Writes summary.json, jobs.csv, timeline.csv, the plots and report.html
+// (sim/report_html.h) into `dir` (created if missing). Plots need gnuplot
+// on the PATH; without it the gnuplot scripts are still written and
+// `warning` says how to draw them.
 Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning);
 
 // compare: summary.json (a list), one directory per policy with its run's
-// outputs, and compare_jct_cdf.png / compare_bars.png.
+// outputs (report.html aside), compare_jct_cdf.png / compare_bars.png and
+// one report.html of every run.
 Status WriteComparisonOutputs(const std::vector<SimResult>& runs, const Cluster& cluster, const std::string& dir,
                               std::string* warning);
 
