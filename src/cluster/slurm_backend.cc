@@ -27,12 +27,22 @@ std::string PlanScope(const ParallelPlan& plan) { return std::string(kPlanScope)
 
 std::string SlurmName(int64_t id) { return kNamePrefix + std::to_string(id); }
 
-// The tessel id a Slurm job name carries, or -1.
+std::string ProfileRunName(int64_t id, const std::string& gpu_type, int stages) {
+  return SlurmName(id) + "-profile-" + gpu_type + "-" + std::to_string(stages);
+}
+
 int64_t IdFromName(const std::string& name) {
   if (name.rfind(kNamePrefix, 0) != 0) return -1;
   std::string rest = name.substr(std::string(kNamePrefix).size());
-  if (rest.empty() || rest.size() > 18 || !std::all_of(rest.begin(), rest.end(), ::isdigit)) return -1;
-  return std::stoll(rest);
+  size_t digits = 0;
+  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+  if (digits == 0 || digits > 18 || (digits < rest.size() && rest[digits] != '-')) return -1;
+  return std::stoll(rest.substr(0, digits));
+}
+
+bool IsLaunchName(const std::string& name) {
+  int64_t id = IdFromName(name);
+  return id >= 0 && name == SlurmName(id);
 }
 
 
@@ -193,6 +203,11 @@ void SlurmBackend::Impl::Activate(Tracked& t) {
 
 
 void SlurmBackend::Impl::Drop(Tracked& t) {
+  // Profiling runs of a job that ends before they do (cancelled, rejected).
+  for (const auto& [key, sid] : t.profiling) Warn(slurm.Cancel(sid));
+  for (const auto& [key, sid] : t.profiling)
+    Warn(store.RemoveSlurmRun(ProfileRunName(t.id, cluster.TypeName(key.first), key.second)));
+  t.profiling.clear();
   auto it = std::find(active.begin(), active.end(), &t.view);
   if (it != active.end()) active.erase(it);
   belief.Forget(t.spec.id);
@@ -344,13 +359,19 @@ Status SlurmBackend::Impl::Poll(SimTime now) {
     }
     ReadMetrics(*t, now);
   }
-  // Slurm jobs named after a tessel job tessel no longer runs: orphans.
+  // Slurm jobs named after a tessel job that are neither its launch nor
+  // one of its profiling runs: orphans (one naming rule for all of them).
   for (const SlurmJob& j : *sjobs) {
     if (IsFinished(j.state)) continue;
     int64_t id = IdFromName(j.name);
     if (id < 0) continue;
     auto it = jobs.find(id);
-    if (it == jobs.end() || it->second->slurm_id != j.id) Warn(slurm.Cancel(j.id));
+    bool known = false;
+    if (it != jobs.end()) {
+      known = it->second->slurm_id == j.id;
+      for (const auto& [key, sid] : it->second->profiling) known |= sid == j.id;
+    }
+    if (!known) Warn(slurm.Cancel(j.id));
   }
   std::map<std::string, int64_t> by_type;
   for (auto& [id, t] : jobs) {

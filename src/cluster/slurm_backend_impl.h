@@ -17,6 +17,7 @@
 #include "cluster/framework_args.h"
 #include "cluster/launch.h"
 #include "cluster/metrics_file.h"
+#include "core/fault_point.h"
 #include "core/json_text.h"
 #include "core/strings.h"
 #include "hardware/gpu.h"
@@ -50,8 +51,15 @@ inline constexpr std::string_view kPlanScope = "plan=";
 
 std::string StageScope(int stages);
 std::string PlanScope(const ParallelPlan& plan);
+// One naming rule for every Slurm job tessel starts, which the orphan sweep
+// understands: tessel-<job id> (a launch) or tessel-<job id>-<what>
+// (tessel-<job id>-profile-<gpu type>-<stages>: a profiling run).
 std::string SlurmName(int64_t id);
+std::string ProfileRunName(int64_t id, const std::string& gpu_type, int stages);
+// The tessel job id a Slurm job name carries (either form), or -1.
 int64_t IdFromName(const std::string& name);
+// Whether the name is a launch's (tessel-<id> exactly).
+bool IsLaunchName(const std::string& name);
 Status WriteFileAtomic(const std::string& path, const std::string& text);
 std::string AllocJson(const Allocation& a, const SlurmInventory& inv);
 Result<Allocation> AllocFromJson(const std::string& text, const std::string& gpu_type, const SlurmInventory& inv);

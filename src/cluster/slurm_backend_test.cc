@@ -274,10 +274,17 @@ TEST_F(SlurmBackendTest, AJobStoppedAtItsLastStepIsCompletedOneStepShortWaits) {
 
 // Expects the sbatch of one profiling run of job `id` (its folder `jd`):
 // one GPU of `gres` on `node`, files profile.<type>.<stages>.*.
+// The Slurm job name of a profiling run: tessel-<id>-profile-<gpu type>-<stages>
+// (types 0 and 1 of the test cluster are a100-80g and v100-32g).
+std::string ProfileName(int64_t id, int type, int stages) {
+  return "tessel-" + std::to_string(id) + "-profile-" + (type == 0 ? "a100-80g" : "v100-32g") + "-" +
+         std::to_string(stages);
+}
+
 void ExpectProfileRun(FakeCommandRunner& fake, const std::string& jd, int64_t id, int type, int stages,
                       const std::string& node, const std::string& gres, const std::string& slurm_id) {
   std::string tag = jd + "/profile." + std::to_string(type) + "." + std::to_string(stages);
-  fake.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id) + "-profile", "--nodes=1",
+  fake.Expect({"sbatch", "--parsable", "--job-name=" + ProfileName(id, type, stages), "--nodes=1",
                "--nodelist=" + node, "--ntasks-per-node=1", "--gpus-per-task=" + gres + ":1", "--gpu-bind=per_task:1",
                "--no-requeue", "--chdir=" + jd, "--output=" + tag + ".out", "--export=ALL", tag + ".sh"})
       .Stdout(slurm_id + "\n");
@@ -412,6 +419,83 @@ TEST_F(SlurmBackendTest, ProfilesEveryStageCountOfEachTypeAndReusesStoredProfile
   EXPECT_EQ(store_->Job(third)->state, JobState::kProfiling);
   EXPECT_EQ(ProfileEnv(jd3, 0, 4)["TESSEL_PROFILE_LAYERS"], "6");
   EXPECT_EQ(store_->Corrections(third)->size(), 4u) << "p = 1, 2 on both types from the stored profiles";
+}
+
+// A restart while a job profiles (the daemon killed at any point of its
+// profiling runs' submission): every run recorded before its sbatch is
+// reconciled by its Slurm name. A live one is adopted, also when its Slurm id
+// never reached the store; one that ended meanwhile is read; one never
+// submitted is started again; a live run no record names is cancelled. No
+// profile ever runs twice.
+TEST_F(SlurmBackendTest, ARestartWhileProfilingAdoptsEachRunByNameAndStartsNoneTwice) {
+  PolicyTraits traits;
+  traits.profiling.kind = ProfilingKind::kDisaggregated;
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  int64_t id = 0;
+  std::string jd;
+  {
+    SlurmClient client(fake_);
+    CorrectedThroughput belief(est);
+    SlurmBackend backend(client, *store_, *inv_, belief, traits, Options());
+    fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+    ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+    id = AddJob(2);
+    jd = dir_ + "/jobs/" + std::to_string(id);
+    backend.Submitted(id);
+    fake_.InAnyOrder();
+    ExpectProfileRun(fake_, jd, id, 0, 1, "n1", "a100", "31");
+    ExpectProfileRun(fake_, jd, id, 0, 2, "n2", "a100", "32");
+    ExpectProfileRun(fake_, jd, id, 1, 1, "n5", "v100", "33");
+    ExpectProfileRun(fake_, jd, id, 1, 2, "n6", "v100", "34");
+    fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+    fake_.Expect({"squeue", "--json"})
+        .Stdout(RunningQueue({{31, ProfileName(id, 0, 1)}, {32, ProfileName(id, 0, 2)},
+                              {33, ProfileName(id, 1, 1)}, {34, ProfileName(id, 1, 2)}}));
+    ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+    auto runs = store_->SlurmRuns().value();
+    ASSERT_EQ(runs.size(), 4u);
+    for (const SlurmRun& r : runs) EXPECT_TRUE(r.slurm_job_id.has_value()) << r.name;
+    }  // the daemon dies here: nothing else is written
+  // What the crash left, run by run: 32's id never reached the store (killed
+  // after sbatch); 34 was recorded but never submitted (killed before
+  // sbatch); 33 ended while the daemon was down.
+  ASSERT_TRUE(store_->AddSlurmRun({ProfileName(id, 0, 2), id, "profile", "a100-80g", 2, std::nullopt, Seconds(11)}).ok());
+  ASSERT_TRUE(store_->AddSlurmRun({ProfileName(id, 1, 2), id, "profile", "v100-32g", 2, std::nullopt, Seconds(11)}).ok());
+  fs::remove(jd + "/profile.1.2.jsonl");
+  WriteProfile(jd, 1, 1, 0.2);
+
+  SlurmClient client(fake_);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, traits, Options());
+  fake_.InAnyOrder();
+  // Slurm runs 31 and 32 under their names, and 99, a profile no record names.
+  fake_.Expect({"squeue", "--json"})
+      .Stdout(RunningQueue({{31, ProfileName(id, 0, 1)}, {32, ProfileName(id, 0, 2)},
+                            {99, ProfileName(id, 1, 8)}}));
+  fake_.Expect({"scancel", "99"});
+  ExpectProfileRun(fake_, jd, id, 1, 2, "n5", "v100", "35");  // only the never-submitted one
+  ASSERT_TRUE(backend.Recover(Seconds(30)).ok());
+  auto row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kProfiling);
+  EXPECT_FALSE(backend.HasActiveJobs());
+  std::map<std::string, std::optional<std::string>> ids;
+  const std::vector<SlurmRun> runs = store_->SlurmRuns().value();
+  for (const SlurmRun& r : runs) ids[r.name] = r.slurm_job_id;
+  EXPECT_EQ(ids, (std::map<std::string, std::optional<std::string>>{
+                     {ProfileName(id, 0, 1), "31"}, {ProfileName(id, 0, 2), "32"}, {ProfileName(id, 1, 2), "35"}}))
+      << "33 was read and forgotten; 32 adopted by name; 34 started again as 35";
+  EXPECT_EQ(store_->Profiles("gpt3-350m")->size(), 1u) << "the run that ended meanwhile was read";
+
+  // The next poll: 31, 32 and 35 end; the job is placed; no record is left.
+  WriteProfile(jd, 0, 1, 0.1);
+  WriteProfile(jd, 0, 2, 0.05);
+  WriteProfile(jd, 1, 2, 0.1);
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(40)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kPending);
+  EXPECT_TRUE(backend.HasActiveJobs());
+  EXPECT_TRUE(store_->SlurmRuns()->empty());
 }
 
 // Measured steps correct the plan the job runs (against the base estimate

@@ -122,6 +122,7 @@ Status SlurmBackend::Impl::Launch(Tracked& t, const Allocation& alloc, const Par
     Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
     return Status::Ok();  // cancelled meanwhile: never submitted
   }
+  FaultPoint("launch.before-sbatch");
   Result<SlurmJobId> id = slurm.Submit(*req);
   if (!id.ok()) {
     // Not launched: back to pending; the policy decides again.
@@ -132,6 +133,7 @@ Status SlurmBackend::Impl::Launch(Tracked& t, const Allocation& alloc, const Par
     found.decide = true;
     return Status::Ok();
   }
+  FaultPoint("launch.after-sbatch");
   TESSEL_RETURN_IF_ERROR(store.SetSlurmJob(t.id, std::to_string(*id)));
   t.slurm_id = *id;
   t.running = alloc;
@@ -190,6 +192,7 @@ void SlurmBackend::Impl::Reconfigure(Tracked& t, const Allocation& next, std::op
       t.cancelled_by_us = true;
     } else {
       Warn(slurm.Signal(*t.slurm_id, "USR1"));
+      FaultPoint("reconfigure.after-signal");
     }
     t.stop_asked = now;
   }
@@ -226,6 +229,7 @@ void SlurmBackend::Impl::Ended(Tracked& t, SimTime now, SlurmJobState slurm_stat
   // of the last step and a stop request.
   bool last_step_reported = t.dspec.iterations > 0 && t.last_step >= t.dspec.iterations;
   if ((rc && *rc == 0) || t.done_reported || (rc && *rc == kExitCheckpointed && last_step_reported)) {
+    FaultPoint("complete.before-store");
     Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
     SetState(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
     Drop(t);

@@ -105,6 +105,7 @@ bool SlurmBackend::Impl::StartProfiling(Tracked& t, SimTime now) {
   int runs = 0;
   for (int type : AllowedTypes(t)) {
     for (int stages : traits.profiling.StageCountsFor(t.spec, cluster, type)) {
+      if (t.profiling.count({type, stages})) continue;  // adopted after a restart: still running
       std::optional<StageShape> shape = ShapeFor(t, type, stages);
       if (!shape) continue;
       auto it = stored.find({cluster.TypeName(type), shape->layers, shape->plan.micro_batch});
@@ -144,17 +145,30 @@ bool SlurmBackend::Impl::StartProfiling(Tracked& t, SimTime now) {
       fs::create_directories(dir, ec);
       fs::create_directories(CheckpointDir(t), ec);
       std::remove(ProfilePath(t.id, type, stages).c_str());
-      Result<SubmitRequest> req = Prepare(ls, SlurmName(t.id) + "-profile", inv.gres_types[node],
+      const std::string name = ProfileRunName(t.id, cluster.TypeName(type), stages);
+      Result<SubmitRequest> req = Prepare(ls, name, inv.gres_types[node],
                                           {tag + ".json", tag + ".sh", tag + ".out", tag + ".exit"});
       if (!req.ok()) {
         Warn(req.status());
         continue;
       }
+      // Recorded before sbatch, its Slurm id after: a restart in between
+      // finds the run under its name (slurm_recovery.cc), never starts it twice.
+      if (Status st = store.AddSlurmRun(SlurmRun{name, t.id, "profile", cluster.TypeName(type), stages,
+                                                 std::nullopt, now});
+          !st.ok()) {
+        Warn(st);
+        continue;
+      }
+      FaultPoint("profile.before-sbatch");
       Result<SlurmJobId> id = slurm.Submit(*req);
       if (!id.ok()) {
         Warn(id.status());
+        Warn(store.RemoveSlurmRun(name));
         continue;
       }
+      FaultPoint("profile.after-sbatch");
+      Warn(store.SetSlurmRunJob(name, std::to_string(*id)));
       t.profiling[{type, stages}] = *id;
       --spare[node];
       ++runs;
@@ -185,6 +199,7 @@ std::string SlurmBackend::Impl::Profiling(const Tracked& t) const {
 // job is placed.
 void SlurmBackend::Impl::Profiled(Tracked& t, int type, int stages, SimTime now) {
   t.profiling.erase({type, stages});
+  Warn(store.RemoveSlurmRun(ProfileRunName(t.id, cluster.TypeName(type), stages)));
   MetricsTail tail(ProfilePath(t.id, type, stages));
   Result<MetricsUpdate> u = tail.Read();
   std::vector<double> times;

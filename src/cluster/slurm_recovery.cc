@@ -84,12 +84,24 @@ Status SlurmBackend::Recover(SimTime now) {
   if (!rows.ok()) return rows.status();
   auto sjobs = m.slurm.ListJobs(kNamePrefix);
   if (!sjobs.ok()) return sjobs.status();
-  // Live Slurm jobs per tessel id.
+  // Live Slurm jobs: launches per tessel id, every other run by its name.
   std::map<int64_t, std::vector<const SlurmJob*>> live;
+  std::map<std::string, std::vector<const SlurmJob*>> live_runs;
   for (const SlurmJob& j : *sjobs) {
     int64_t id = IdFromName(j.name);
-    if (id >= 0 && !IsFinished(j.state)) live[id].push_back(&j);
+    if (id < 0 || IsFinished(j.state)) continue;
+    if (IsLaunchName(j.name)) {
+      live[id].push_back(&j);
+    } else {
+      live_runs[j.name].push_back(&j);
+    }
   }
+  // The runs recorded before their sbatch (profiling), per job.
+  auto runs = m.store.SlurmRuns();
+  if (!runs.ok()) return runs.status();
+  std::map<int64_t, std::vector<SlurmRun>> runs_of;
+  for (SlurmRun& r : *runs) runs_of[r.job_id].push_back(std::move(r));
+  std::set<std::string> adopted;
   std::set<int64_t> kept;
   for (const StoredJob& row : *rows) {
     auto loaded = m.Load(row.id);
@@ -143,9 +155,51 @@ Status SlurmBackend::Recover(SimTime now) {
     if (had_alloc) m.Warn(m.store.SetAllocation(t.id, StoredAllocation{}, now));
     if (row.slurm_job_id) m.Warn(m.store.SetSlurmJob(t.id, std::nullopt));
     t.slurm_id.reset();
+    // Its profiling runs: a live one is adopted (found under its name, so a
+    // crash between sbatch and storing the id adopts it too), one that ended
+    // while the daemon was down is read, one never submitted is forgotten
+    // and started again below. Never two runs of one profile.
+    std::vector<std::pair<int, int>> ended;
+    for (const SlurmRun& r : runs_of[row.id]) {
+      int type = m.cluster.FindType(r.gpu_type);
+      auto it = live_runs.find(r.name);
+      if (type < 0 || r.kind != "profile") {
+        m.Warn(m.store.RemoveSlurmRun(r.name));
+        continue;
+      }
+      if (it != live_runs.end() && !it->second.empty()) {
+        const SlurmJob* j = it->second.front();
+        for (size_t k = 1; k < it->second.size(); ++k) m.Warn(m.slurm.Cancel(it->second[k]->id));
+        t.profiling[{type, r.stages}] = j->id;
+        if (r.slurm_job_id != std::to_string(j->id)) m.Warn(m.store.SetSlurmRunJob(r.name, std::to_string(j->id)));
+        adopted.insert(r.name);
+      } else if (r.slurm_job_id || fs::exists(m.ProfilePath(t.id, type, r.stages))) {
+        ended.push_back({type, r.stages});  // it ran (its id stored, or its output is there)
+      } else {
+        m.Warn(m.store.RemoveSlurmRun(r.name));
+      }
+    }
+    if (!t.profiling.empty() || !ended.empty()) {
+      m.SetState(t, JobState::kProfiling, now, "daemon restarted; profiling: " + m.Profiling(t));
+      for (auto [type, stages] : ended) {
+        t.profiling[{type, stages}] = 0;  // read below, as if it ended now
+      }
+      for (auto [type, stages] : ended) m.Profiled(t, type, stages, now);
+      if (t.state == JobState::kPending) continue;  // every run read: Profiled placed it
+    }
+    // Adopted runs still measure; StartProfiling starts what never ran.
     if (m.StartProfiling(t, now)) continue;
     if (t.state != JobState::kPending) m.SetState(t, JobState::kPending, now, "daemon restarted; relaunching");
     m.Activate(t);
+  }
+  // Runs no live job owns (its job ended, or no record names them): orphans.
+  for (const auto& [name, list] : live_runs) {
+    if (adopted.count(name)) continue;
+    for (const SlurmJob* j : list) m.Warn(m.slurm.Cancel(j->id));
+  }
+  for (const auto& [job, list] : runs_of) {
+    if (kept.count(job)) continue;
+    for (const SlurmRun& r : list) m.Warn(m.store.RemoveSlurmRun(r.name));
   }
   // Slurm jobs of tessel jobs that are finished or unknown: orphans.
   for (const auto& [id, list] : live) {

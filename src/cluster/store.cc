@@ -112,6 +112,21 @@ INSERT INTO corrections_v2 (job_id, gpu_type, scope, factor, samples)
 DROP TABLE corrections;
 ALTER TABLE corrections_v2 RENAME TO corrections;
 )sql",
+    // 3: Slurm runs other than a job's launches (profiling runs), recorded
+    // before sbatch under their Slurm job name and reconciled after a
+    // restart (cluster/slurm_recovery.cc).
+    R"sql(
+CREATE TABLE slurm_runs (
+  name TEXT PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs (id),
+  kind TEXT NOT NULL,
+  gpu_type TEXT NOT NULL DEFAULT '',
+  stages INTEGER NOT NULL DEFAULT 0,
+  slurm_job_id TEXT,
+  created_us INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX slurm_runs_by_job ON slurm_runs (job_id);
+)sql",
 };
 constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -474,6 +489,67 @@ Status Store::SetSlurmJob(int64_t id, const std::optional<std::string>& slurm_jo
   if (rc != SQLITE_DONE) return Error(rc, "setting the Slurm job of " + JobLabel(id));
   if (sqlite3_changes(db_) == 0) return NotFound(JobLabel(id) + ": no such job");
   return Status::Ok();
+}
+
+Status Store::AddSlurmRun(const SlurmRun& r) {
+  if (r.name.empty() || r.kind.empty()) return InvalidArgument("Slurm run: name and kind are required");
+  std::lock_guard lock(mu_);
+  TESSEL_RETURN_IF_ERROR(CheckJobExists(r.job_id));
+  auto st = Prepare(
+      "INSERT INTO slurm_runs (name, job_id, kind, gpu_type, stages, slurm_job_id, created_us) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+      "ON CONFLICT (name) DO UPDATE SET slurm_job_id = excluded.slurm_job_id, "
+      "created_us = excluded.created_us");
+  if (!st.ok()) return st.status();
+  st->Bind(1, r.name).Bind(2, r.job_id).Bind(3, r.kind).Bind(4, r.gpu_type).Bind(5, int64_t{r.stages});
+  st->Bind(6, r.slurm_job_id).Bind(7, r.created_us);
+  int rc = st->Step();
+  if (rc != SQLITE_DONE) return Error(rc, "recording Slurm run " + r.name);
+  return Status::Ok();
+}
+
+Status Store::SetSlurmRunJob(const std::string& name, const std::string& slurm_job_id) {
+  std::lock_guard lock(mu_);
+  auto st = Prepare("UPDATE slurm_runs SET slurm_job_id = ?1 WHERE name = ?2");
+  if (!st.ok()) return st.status();
+  st->Bind(1, slurm_job_id).Bind(2, name);
+  int rc = st->Step();
+  if (rc != SQLITE_DONE) return Error(rc, "setting the Slurm job of run " + name);
+  if (sqlite3_changes(db_) == 0) return NotFound("Slurm run " + name + ": not recorded");
+  return Status::Ok();
+}
+
+Status Store::RemoveSlurmRun(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto st = Prepare("DELETE FROM slurm_runs WHERE name = ?1");
+  if (!st.ok()) return st.status();
+  st->Bind(1, name);
+  int rc = st->Step();
+  if (rc != SQLITE_DONE) return Error(rc, "removing Slurm run " + name);
+  return Status::Ok();
+}
+
+Result<std::vector<SlurmRun>> Store::SlurmRuns() {
+  std::lock_guard lock(mu_);
+  auto st = Prepare(
+      "SELECT name, job_id, kind, gpu_type, stages, slurm_job_id, created_us FROM slurm_runs "
+      "ORDER BY job_id, name");
+  if (!st.ok()) return st.status();
+  std::vector<SlurmRun> out;
+  int rc;
+  while ((rc = st->Step()) == SQLITE_ROW) {
+    SlurmRun r;
+    r.name = st->Text(0);
+    r.job_id = st->Int(1);
+    r.kind = st->Text(2);
+    r.gpu_type = st->Text(3);
+    r.stages = static_cast<int>(st->Int(4));
+    if (!st->IsNull(5)) r.slurm_job_id = st->Text(5);
+    r.created_us = st->Int(6);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return Error(rc, "reading the Slurm runs");
+  return out;
 }
 
 Status Store::AddCounters(int64_t id, const CounterDelta& d) {

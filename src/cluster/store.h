@@ -147,6 +147,21 @@ struct Correction {
 
 // A measured stage time, reused by every job of the same model (Arena's
 // disaggregated profiles). Keyed by (key, gpu_type, stage_layers, micro_batch).
+// A Slurm job tessel starts besides a job's launches (today: a profiling
+// run), recorded under its Slurm job name before sbatch, its Slurm id added
+// after, removed once its end is processed. A restart reconciles each with
+// what Slurm has under that name (adopt, process its end, or start again).
+struct SlurmRun {
+  std::string name;  // the Slurm job name: tessel-<job id>-<kind>-... (cluster/slurm_backend_impl.h)
+  int64_t job_id = 0;
+  std::string kind;  // "profile"
+  std::string gpu_type;
+  int stages = 0;    // profile: the pipeline depth whose stage it measures
+  std::optional<std::string> slurm_job_id;
+  int64_t created_us = 0;
+  bool operator==(const SlurmRun&) const = default;
+};
+
 struct ProfileRecord {
   std::string key;  // the model's identity, e.g. its name and shape
   std::string gpu_type;
@@ -205,6 +220,14 @@ class Store {
   Status SetAllocation(int64_t id, const StoredAllocation& allocation, int64_t now_us);
   // The job's Slurm job id, or none.
   Status SetSlurmJob(int64_t id, const std::optional<std::string>& slurm_job_id);
+
+  // Slurm runs besides launches (SlurmRun): recorded before sbatch (a run
+  // of the same name is replaced), given their Slurm id after it, removed
+  // once their end is processed; all of them, by job then name.
+  Status AddSlurmRun(const SlurmRun& run);
+  Status SetSlurmRunJob(const std::string& name, const std::string& slurm_job_id);
+  Status RemoveSlurmRun(const std::string& name);
+  Result<std::vector<SlurmRun>> SlurmRuns();
   // Adds to restarts, failures and launch_count (deltas must be >= 0).
   Status AddCounters(int64_t id, const CounterDelta& delta);
 

@@ -360,8 +360,9 @@ TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
     auto store = OpenOrDie(path);
     id = AddOrDie(*store, MakeJob("a"));
   }
-  ASSERT_EQ(Store::SchemaVersion(), 2);
+  ASSERT_EQ(Store::SchemaVersion(), 3);
   RawSql(path,
+         "DROP TABLE slurm_runs;"
          "DROP TABLE corrections;"
          "CREATE TABLE corrections (job_id INTEGER NOT NULL REFERENCES jobs (id), gpu_type TEXT NOT NULL, "
          "factor REAL NOT NULL, samples INTEGER NOT NULL, PRIMARY KEY (job_id, gpu_type));"
