@@ -283,6 +283,29 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   return store;
 }
 
+Result<std::unique_ptr<Store>> Store::OpenReader(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return InvalidArgument("state database " + path + ": cannot open for reading: " + msg);
+  }
+  std::unique_ptr<Store> store(new Store(path, db));
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  TESSEL_RETURN_IF_ERROR(store->Exec("PRAGMA query_only = ON"));
+  auto st = store->Prepare("PRAGMA user_version");
+  if (!st.ok()) return st.status();
+  rc = st->Step();
+  if (rc != SQLITE_ROW) return store->Error(rc, "reading the schema version");
+  if (st->Int(0) != kNumMigrations) {
+    return FailedPrecondition("state database " + path + ": schema version " + std::to_string(st->Int(0)) +
+                              ", this tessel reads " + std::to_string(kNumMigrations) +
+                              "; open it for writing first (tessel serve migrates it)");
+  }
+  return store;
+}
+
 Store::~Store() {
   for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
   sqlite3_close_v2(db_);

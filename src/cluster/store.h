@@ -194,6 +194,11 @@ class Store {
   // a newer schema than this code knows is FailedPrecondition; a file that
   // is not a SQLite database is InvalidArgument; both name `path`.
   static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // A second, read-only connection to a database Open() has created and
+  // migrated: in WAL mode its reads see the latest committed state and never
+  // wait on the writer's transactions or fsyncs (the daemon's API reads
+  // through one). Writes through it fail.
+  static Result<std::unique_ptr<Store>> OpenReader(const std::string& path);
 
   ~Store();
   Store(const Store&) = delete;

@@ -352,6 +352,28 @@ TEST(StoreTest, CorrectionsAreKeyedByTypeAndScope) {
 // opens, migrates, and keeps its corrections as the type's (scope '').
 // The version-1 file is made by turning a fresh one back: version 2
 // changed only the corrections table.
+// The API's read-only connection: it sees what the writer committed (also
+// while the writer holds the file open), refuses writes, and refuses a
+// database of another schema version.
+TEST(StoreTest, AReaderSeesCommittedStateAndCannotWrite) {
+  TempDir dir;
+  std::string path = dir.File("state.db");
+  auto writer = OpenOrDie(path);
+  int64_t a = AddOrDie(*writer, MakeJob("a"));
+  auto reader = Store::OpenReader(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->Job(a)->name, "a");
+  int64_t b = AddOrDie(*writer, MakeJob("b"));
+  ASSERT_TRUE(writer->Transition(a, JobState::kCancelled, 5, "by alice").ok());
+  EXPECT_EQ((*reader)->Job(b)->name, "b") << "a later commit is visible at once";
+  EXPECT_EQ((*reader)->Job(a)->state, JobState::kCancelled);
+  EXPECT_FALSE((*reader)->AddJob(MakeJob("c")).ok()) << "read-only";
+  RawSql(path, "PRAGMA user_version = 2");
+  auto old = Store::OpenReader(path);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("schema version 2"), std::string::npos) << old.status().message();
+}
+
 TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
   TempDir dir;
   std::string path = dir.File("state.db");

@@ -1,5 +1,8 @@
 #include "server/daemon.h"
 
+#include <functional>
+#include <thread>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +29,9 @@
 namespace tessel {
 namespace fs = std::filesystem;
 namespace {
+
+// Read-only store connections the API reads through (Daemon::Impl::readers).
+constexpr int kReaders = 4;
 
 std::string ThisExecutable() {
   std::error_code ec;
@@ -66,7 +72,15 @@ JobInfo ToInfo(const StoredJob& j) {
 
 struct Daemon::Impl {
   DaemonOptions opt;
-  std::unique_ptr<Store> store;
+  std::unique_ptr<Store> store;  // the writer: submissions, cancellations, the backend
+  // Read-only connections the API reads through (WAL: they never wait on the
+  // writer's transactions or fsyncs), one per API thread's hash, so reads
+  // neither queue behind the scheduling loop nor behind each other.
+  std::vector<std::unique_ptr<Store>> readers;
+  Store& Reader() {
+    size_t i = std::hash<std::thread::id>{}(std::this_thread::get_id()) % readers.size();
+    return *readers[i];
+  }
   SystemCommandRunner runner;
   std::unique_ptr<SlurmClient> slurm;
   SlurmInventory inventory;
@@ -111,7 +125,7 @@ struct Daemon::Impl {
   }
 
   Result<StoredJob> Visible(const Caller& caller, int64_t id) {
-    auto j = store->Job(id);
+    auto j = Reader().Job(id);
     if (!j.ok()) return j.status();
     if (!caller.admin && j->user != caller.user) {
       return PermissionDenied("job " + std::to_string(id) + " belongs to another user");
@@ -139,6 +153,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto store = Store::Open(m->opt.state_dir + "/tessel.db");
   if (!store.ok()) return store.status();
   m->store = std::move(*store);
+  for (int i = 0; i < kReaders; ++i) {
+    auto reader = Store::OpenReader(m->opt.state_dir + "/tessel.db");
+    if (!reader.ok()) return reader.status();
+    m->readers.push_back(std::move(*reader));
+  }
 
   SlurmClientOptions so;
   if (const char* conf = std::getenv("SLURM_CONF")) so.slurm_conf = conf;
@@ -231,7 +250,7 @@ Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, bool all) {
   JobFilter f;
   if (!caller.admin) f.user = caller.user;
   f.include_terminal = all;
-  auto rows = impl_->store->Jobs(f);
+  auto rows = impl_->Reader().Jobs(f);
   if (!rows.ok()) return rows.status();
   std::vector<JobInfo> out;
   for (const StoredJob& j : *rows) out.push_back(ToInfo(j));
@@ -249,17 +268,18 @@ Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
   d.failures = j->failures;
   d.launches = j->launch_count;
   d.slurm_job_id = j->slurm_job_id;
-  auto history = m.store->History(id);
+  Store& reader = m.Reader();
+  auto history = reader.History(id);
   if (!history.ok()) return history.status();
   for (const TransitionRecord& t : *history) {
     d.history.push_back({t.time_us, t.from ? JobStateName(*t.from) : "", JobStateName(t.to), t.reason});
   }
-  auto steps = m.store->Steps(id, 50);
+  auto steps = reader.Steps(id, 50);
   if (!steps.ok()) return steps.status();
   for (const StepSample& s : *steps) {
     d.steps.push_back({s.time_us, s.step, s.step_time_s, s.gpu_type, s.gpus, s.profile});
   }
-  auto corrections = m.store->Corrections(id);
+  auto corrections = reader.Corrections(id);
   if (!corrections.ok()) return corrections.status();
   for (const Correction& c : *corrections) d.corrections.push_back({c.gpu_type, c.factor, c.samples, c.scope});
   return d;
@@ -289,7 +309,8 @@ Result<std::vector<NodeInfo>> Daemon::Nodes(const Caller& caller) {
 ServiceMetrics Daemon::Metrics() {
   Impl& m = *impl_;
   ServiceMetrics out;
-  auto counts = m.store->CountByState();
+  Store& reader = m.Reader();
+  auto counts = reader.CountByState();
   if (counts.ok()) {
     for (const auto& [state, n] : *counts) {
       out.jobs_by_state.push_back({JobStateName(state), n});
@@ -300,7 +321,7 @@ ServiceMetrics Daemon::Metrics() {
   out.decisions = m.decisions;
   out.decision_seconds_sum = m.decision_s_sum;
   out.last_decision_seconds = m.last_decision_s;
-  auto all = m.store->Jobs(JobFilter{});
+  auto all = reader.Jobs(JobFilter{});
   if (all.ok()) {
     for (const StoredJob& j : *all) {
       out.restarts += j.restarts;
