@@ -19,7 +19,7 @@ export TESSEL_DATA="${TESSEL_DATA:-$(cd .. && pwd)/shared/data}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 echo "== test suite under ASan + UBSan"
-(cd "$BUILD" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" -E '^(integration|examples|data)\.')
+(cd "$BUILD" && ctest --output-on-failure -j"${JOBS:-$(nproc)}" -E '^(integration|examples|data|python)\.')
 echo "== fuzz targets, ${FUZZ_SECONDS:-20} s each"
 # A fixed libFuzzer seed: a run here repeats the same mutations, so a test
 # run fails on a finding only when the code changed, not by luck; longer
