@@ -151,7 +151,7 @@ TEST_F(ClientTest, JobsTableAndJson) {
     EXPECT_TRUE(arr[0].contains(k)) << k;
   EXPECT_EQ(arr[0]["id"], 1);
   EXPECT_EQ(arr[0]["submitted"], "2024-05-01T12:00:03Z");
-  EXPECT_EQ(fake_.Calls().back(), "Jobs alice all=1");
+  EXPECT_EQ(fake_.Calls().back(), "Jobs alice all=1 after=0 limit=1000") << "the largest page, from the start";
 }
 
 TEST_F(ClientTest, JobShowsHistoryStepsAndCorrections) {
@@ -248,7 +248,7 @@ TEST_F(ClientTest, ServerAndTokenFromFlagsOrEnvironment) {
   EXPECT_EQ(bad_url.code, 2);
   EXPECT_EQ(bad_url.err,
             "error: server URL '127.0.0.1:8642': no scheme; expected http://HOST:PORT, e.g. http://127.0.0.1:8642\n");
-  EXPECT_EQ(fake_.Calls(), std::vector<std::string>{"Jobs alice all=0"});
+  EXPECT_EQ(fake_.Calls(), std::vector<std::string>{"Jobs alice all=0 after=0 limit=1000"});
 }
 
 TEST_F(ClientTest, ConnectionRefused) {

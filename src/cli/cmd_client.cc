@@ -22,6 +22,7 @@
 #include "core/json_text.h"
 #include "core/strings.h"
 #include "core/table.h"
+#include "server/service.h"
 
 namespace tessel {
 
@@ -175,11 +176,21 @@ CommandAction SetupJobs(CLI::App& app, CommandIo io) {
              kClientFooter);
   return Guarded(io, [io, flags, all, json] {
     int code = 0;
-    std::optional<Json> reply = Call(*flags, "GET", *all ? "/v1/jobs?all=true" : "/v1/jobs", "", io.err, &code);
-    if (!reply) return code;
-    if (!reply->is_array()) {
-      io.err << "error: the server's reply is not a list of jobs\n";
-      return 1;
+    // Every page (GET /v1/jobs pages by id: the largest page, then the jobs
+    // after the last one seen, until a page is not full).
+    std::optional<Json> reply = Json::array();
+    for (int64_t after = 0;;) {
+      std::string path = std::string("/v1/jobs?") + (*all ? "all=true&" : "") + "limit=" +
+                         std::to_string(kMaxJobsPage) + "&after=" + std::to_string(after);
+      std::optional<Json> page = Call(*flags, "GET", path, "", io.err, &code);
+      if (!page) return code;
+      if (!page->is_array()) {
+        io.err << "error: the server's reply is not a list of jobs\n";
+        return 1;
+      }
+      for (Json& j : *page) reply->push_back(std::move(j));
+      if (static_cast<int>(page->size()) < kMaxJobsPage || reply->back().value("id", int64_t{0}) <= after) break;
+      after = reply->back().value("id", int64_t{0});
     }
     if (*json) {
       io.out << reply->dump(2) << "\n";

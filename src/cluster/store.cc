@@ -683,13 +683,15 @@ Result<StoredJob> Store::Job(int64_t id) {
 Result<std::vector<StoredJob>> Store::Jobs(const JobFilter& filter) {
   // One literal per filter shape, so each is prepared once and uses its index.
 #define TESSEL_ACTIVE "state NOT IN ('completed', 'failed', 'cancelled') "
-  static const char* const kAll = "SELECT " TESSEL_JOB_COLUMNS "FROM jobs ORDER BY id";
+#define TESSEL_PAGE "id > ?2 ORDER BY id LIMIT ?3"
+  static const char* const kAll = "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE " TESSEL_PAGE;
   static const char* const kActive =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE " TESSEL_ACTIVE "ORDER BY id";
+      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE " TESSEL_ACTIVE "AND " TESSEL_PAGE;
   static const char* const kUser =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 ORDER BY id";
+      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 AND " TESSEL_PAGE;
   static const char* const kUserActive =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 AND " TESSEL_ACTIVE "ORDER BY id";
+      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 AND " TESSEL_ACTIVE "AND " TESSEL_PAGE;
+#undef TESSEL_PAGE
 #undef TESSEL_ACTIVE
   const char* sql = filter.user ? (filter.include_terminal ? kUser : kUserActive)
                                 : (filter.include_terminal ? kAll : kActive);
@@ -697,6 +699,7 @@ Result<std::vector<StoredJob>> Store::Jobs(const JobFilter& filter) {
   auto st = Prepare(sql);
   if (!st.ok()) return st.status();
   if (filter.user) st->Bind(1, *filter.user);
+  st->Bind(2, filter.after).Bind(3, int64_t{filter.limit > 0 ? filter.limit : -1});
   std::vector<StoredJob> out;
   int rc;
   while ((rc = st->Step()) == SQLITE_ROW) {

@@ -182,6 +182,8 @@ struct CounterDelta {
 struct JobFilter {
   std::optional<std::string> user;  // empty: every user
   bool include_terminal = true;
+  int64_t after = 0;  // ids above this one only
+  int limit = 0;      // at most this many (0: all)
 };
 
 class Store {

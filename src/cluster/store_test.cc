@@ -352,6 +352,26 @@ TEST(StoreTest, CorrectionsAreKeyedByTypeAndScope) {
 // opens, migrates, and keeps its corrections as the type's (scope '').
 // The version-1 file is made by turning a fresh one back: version 2
 // changed only the corrections table.
+TEST(StoreTest, JobsPageByIdAfterAndLimit) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("state.db"));
+  std::vector<int64_t> ids;
+  for (const char* n : {"a", "b", "c", "d", "e"}) ids.push_back(AddOrDie(*store, MakeJob(n)));
+  ASSERT_TRUE(store->Transition(ids[2], JobState::kCancelled, 5, "by alice").ok());
+  auto names = [&](const JobFilter& f) {
+    std::string out;
+    const std::vector<StoredJob> jobs = store->Jobs(f).value();
+    for (const StoredJob& j : jobs) out += j.name;
+    return out;
+  };
+  EXPECT_EQ(names(JobFilter{}), "abcde");
+  EXPECT_EQ(names(JobFilter{.limit = 2}), "ab");
+  EXPECT_EQ(names(JobFilter{.after = ids[1], .limit = 2}), "cd");
+  EXPECT_EQ(names(JobFilter{.include_terminal = false, .after = ids[1], .limit = 2}), "de");
+  EXPECT_EQ(names(JobFilter{.user = "alice", .after = ids[3]}), "e");
+  EXPECT_EQ(names(JobFilter{.after = ids[4]}), "");
+}
+
 // The API's read-only connection: it sees what the writer committed (also
 // while the writer holds the file open), refuses writes, and refuses a
 // database of another schema version.

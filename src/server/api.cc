@@ -103,23 +103,39 @@ Result<int64_t> ParseJobId(const std::string& text) {
   return id;
 }
 
-// Query parameters: only `all` on GET /v1/jobs; any other is refused so a
-// typo (?al=true) does not silently mean the default.
-Result<bool> ParseQuery(const ApiRequest& req, Route route) {
-  bool all = false;
+// Query parameters: `all`, `limit` and `after` on GET /v1/jobs; any other is
+// refused so a typo (?al=true) does not silently mean the default.
+Result<JobsPage> ParseQuery(const ApiRequest& req, Route route) {
+  JobsPage page;
   for (const auto& [key, value] : req.query) {
-    if (route != Route::kJobs || key != "all")
+    if (route != Route::kJobs || (key != "all" && key != "limit" && key != "after"))
       return InvalidArgument("unknown query parameter '" + Clip(key) + "'" +
-                             (route == Route::kJobs ? "; known: all" : "; this route takes none"));
-    if (value.empty() || value == "true" || value == "1") {
-      all = true;
-    } else if (value == "false" || value == "0") {
-      all = false;
+                             (route == Route::kJobs ? "; known: all, limit, after" : "; this route takes none"));
+    if (key == "all") {
+      if (value.empty() || value == "true" || value == "1") {
+        page.all = true;
+      } else if (value == "false" || value == "0") {
+        page.all = false;
+      } else {
+        return InvalidArgument("all: must be true or false, got '" + Clip(value) + "'");
+      }
+      continue;
+    }
+    int64_t n = -1;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    bool number = ec == std::errc() && ptr == value.data() + value.size() && !value.empty();
+    if (key == "limit") {
+      if (!number || n < 1 || n > kMaxJobsPage)
+        return InvalidArgument("limit: must be an integer from 1 to " + std::to_string(kMaxJobsPage) + ", got '" +
+                               Clip(value) + "'");
+      page.limit = static_cast<int>(n);
     } else {
-      return InvalidArgument("all: must be true or false, got '" + Clip(value) + "'");
+      if (!number || n < 0)
+        return InvalidArgument("after: must be a job id (an integer >= 0), got '" + Clip(value) + "'");
+      page.after = n;
     }
   }
-  return all;
+  return page;
 }
 
 }  // namespace
@@ -148,7 +164,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
     return r;
   }
   if (match->route == Route::kHealthz) {
-    Result<bool> q = ParseQuery(req, match->route);
+    Result<JobsPage> q = ParseQuery(req, match->route);
     if (!q.ok()) return Error(q.status());
     return Json200(Json{{"status", "ok"}});
   }
@@ -165,7 +181,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
   }
 
   ApiResponse r = [&]() -> ApiResponse {
-    Result<bool> all = ParseQuery(req, match->route);
+    Result<JobsPage> all = ParseQuery(req, match->route);
     if (!all.ok()) return Error(all.status());
     std::optional<int64_t> id;
     if (match->route == Route::kJob || match->route == Route::kJobCancel) {
@@ -194,7 +210,14 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
         if (!jobs.ok()) return Error(jobs.status());
         Json arr = Json::array();
         for (const JobInfo& j : *jobs) arr.push_back(ToJson(j));
-        return Json200(arr);
+        ApiResponse listed = Json200(arr);
+        // A full page may have more after it (RFC 8288's rel="next").
+        if (static_cast<int>(jobs->size()) == all->limit && !jobs->empty()) {
+          listed.headers.emplace_back("Link", "</v1/jobs?" + std::string(all->all ? "all=true&" : "") +
+                                                  "limit=" + std::to_string(all->limit) +
+                                                  "&after=" + std::to_string(jobs->back().id) + ">; rel=\"next\"");
+        }
+        return listed;
       }
       case Route::kJob:
         if (method == "GET") {

@@ -246,10 +246,12 @@ Result<int64_t> Daemon::Submit(const Caller& caller, const std::string& spec_yam
   return id;
 }
 
-Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, bool all) {
+Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, const JobsPage& page) {
   JobFilter f;
   if (!caller.admin) f.user = caller.user;
-  f.include_terminal = all;
+  f.include_terminal = page.all;
+  f.after = page.after;
+  f.limit = page.limit;
   auto rows = impl_->Reader().Jobs(f);
   if (!rows.ok()) return rows.status();
   std::vector<JobInfo> out;

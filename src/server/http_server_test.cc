@@ -331,9 +331,31 @@ TEST_F(HttpApiTest, QueryParameters) {
   EXPECT_EQ(Error(bad), "all: must be true or false, got 'maybe'");
   HttpReply typo = Send(kAlice, "GET", "/v1/jobs?al=true");
   EXPECT_EQ(typo.code, 400);
-  EXPECT_EQ(Error(typo), "unknown query parameter 'al'; known: all");
+  EXPECT_EQ(Error(typo), "unknown query parameter 'al'; known: all, limit, after");
   EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/nodes?x=1")), "unknown query parameter 'x'; this route takes none");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?limit=0")), "limit: must be an integer from 1 to 1000, got '0'");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?limit=1001")), "limit: must be an integer from 1 to 1000, got '1001'");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?after=-1")), "after: must be a job id (an integer >= 0), got '-1'");
   EXPECT_EQ(fake_.Calls().size(), 3u);
+}
+
+// GET /v1/jobs pages by id: `limit` jobs (100 by default) after `after`,
+// and a Link header to the next page when the page is full.
+TEST_F(HttpApiTest, JobListsArePagedWithALinkToTheNextPage) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Submit(kAlice));
+  HttpReply first = Send(kAlice, "GET", "/v1/jobs?limit=2");
+  ASSERT_EQ(first.code, 200);
+  ASSERT_EQ(Body(first).size(), 2u);
+  EXPECT_EQ(Body(first)[1]["id"], ids[1]);
+  EXPECT_EQ(first.Header("Link"), "</v1/jobs?limit=2&after=" + std::to_string(ids[1]) + ">; rel=\"next\"");
+  HttpReply last = Send(kAlice, "GET", "/v1/jobs?all=true&limit=2&after=" + std::to_string(ids[3]));
+  ASSERT_EQ(Body(last).size(), 1u);
+  EXPECT_EQ(Body(last)[0]["id"], ids[4]);
+  EXPECT_EQ(last.Header("Link"), "") << "not a full page: nothing after it";
+  HttpReply whole = Send(kAlice, "GET", "/v1/jobs");
+  EXPECT_EQ(Body(whole).size(), 5u) << "the default page holds 100";
+  EXPECT_EQ(whole.Header("Link"), "");
 }
 
 TEST_F(HttpApiTest, ServiceErrorsMapToCodes) {

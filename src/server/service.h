@@ -106,6 +106,15 @@ struct ServiceMetrics {
   int64_t failures = 0;
 };
 
+// A page of GET /v1/jobs: `?all=&limit=&after=`.
+inline constexpr int kDefaultJobsPage = 100;  // jobs per page when `limit` is not given
+inline constexpr int kMaxJobsPage = 1000;
+struct JobsPage {
+  bool all = false;
+  int64_t after = 0;
+  int limit = kDefaultJobsPage;
+};
+
 class JobService {
  public:
   virtual ~JobService() = default;
@@ -116,8 +125,9 @@ class JobService {
   virtual Result<int64_t> Submit(const Caller& caller, const std::string& spec_yaml, const std::string& file,
                                  const std::string& base_dir) = 0;
   // Jobs the caller may see (an admin: everyone's), by id; terminal ones
-  // only when `all`.
-  virtual Result<std::vector<JobInfo>> Jobs(const Caller& caller, bool all) = 0;
+  // only when `page.all`; at most `page.limit` of them with ids above
+  // `page.after` (0: from the first).
+  virtual Result<std::vector<JobInfo>> Jobs(const Caller& caller, const JobsPage& page) = 0;
   virtual Result<JobDetail> Job(const Caller& caller, int64_t id) = 0;
   // Cancels a job that is not yet terminal (FailedPrecondition if it is).
   virtual Status Cancel(const Caller& caller, int64_t id) = 0;

@@ -54,13 +54,19 @@ class FakeJobService : public JobService {
     return d.job.id;
   }
 
-  Result<std::vector<JobInfo>> Jobs(const Caller& caller, bool all) override {
+  Result<std::vector<JobInfo>> Jobs(const Caller& caller, const JobsPage& page) override {
     std::lock_guard<std::mutex> lock(mu_);
-    calls_.push_back("Jobs " + caller.user + " all=" + (all ? "1" : "0"));
+    const bool all = page.all;
+    std::string call = "Jobs " + caller.user + " all=" + (all ? "1" : "0");
+    if (page.after != 0 || page.limit != kDefaultJobsPage)
+      call += " after=" + std::to_string(page.after) + " limit=" + std::to_string(page.limit);
+    calls_.push_back(call);
     std::vector<JobInfo> out;
     for (const auto& [id, d] : jobs_) {
       if (!caller.admin && d.job.user != caller.user) continue;
       if (!all && Terminal(d.job.state)) continue;
+      if (id <= page.after) continue;
+      if (static_cast<int>(out.size()) == page.limit) break;
       out.push_back(d.job);
     }
     return out;
