@@ -479,6 +479,14 @@ Result<BackendEvents> SlurmBackend::Advance(SimTime now) {
     Status s = m.Poll(now);
     m.next_poll = now + m.opt.poll_interval;
     if (!s.ok()) std::fprintf(stderr, "tessel serve: polling Slurm: %s\n", s.ToString().c_str());
+    std::lock_guard<std::mutex> lock(m.status_mu);
+    if (s.ok()) {
+      m.reach = SlurmReach{};
+    } else {
+      if (m.reach.reachable) m.reach.since = now;
+      m.reach.reachable = false;
+      m.reach.error = s.message();
+    }
   }
   // What Recover, the inbox and the poll found since the last call.
   BackendEvents out = m.found;
@@ -557,6 +565,11 @@ int64_t SlurmBackend::events() const { return impl_->processed; }
 std::vector<NodeStatus> SlurmBackend::NodeStatuses() const {
   std::lock_guard<std::mutex> lock(impl_->status_mu);
   return impl_->node_status;
+}
+
+SlurmBackend::SlurmReach SlurmBackend::SlurmReachability() const {
+  std::lock_guard<std::mutex> lock(impl_->status_mu);
+  return impl_->reach;
 }
 
 std::map<std::string, int64_t> SlurmBackend::GpusAllocatedByType() const {

@@ -111,6 +111,14 @@ class SlurmBackend : public Backend {
   // For /metrics and `tessel nodes` (thread-safe copies, refreshed each poll).
   std::vector<NodeStatus> NodeStatuses() const;
   std::map<std::string, int64_t> GpusAllocatedByType() const;
+  // Whether the last poll reached Slurm; when not, since when (the first
+  // failed poll in a row) and its error. For /healthz and /metrics.
+  struct SlurmReach {
+    bool reachable = true;
+    SimTime since = 0;
+    std::string error;
+  };
+  SlurmReach SlurmReachability() const;
 
  private:
   struct Impl;

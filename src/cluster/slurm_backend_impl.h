@@ -130,6 +130,7 @@ struct SlurmBackend::Impl {
   std::map<std::string, int64_t> allocated_by_type;
 
   BackendEvents found;
+  SlurmBackend::SlurmReach reach;  // guarded by status_mu
 
   Impl(SlurmClient& s, Store& st, const SlurmInventory& i, CorrectedThroughput& b, const PolicyTraits& t,
        SlurmBackendOptions o)

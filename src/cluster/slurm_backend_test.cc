@@ -498,6 +498,30 @@ TEST_F(SlurmBackendTest, ARestartWhileProfilingAdoptsEachRunByNameAndStartsNoneT
   EXPECT_TRUE(store_->SlurmRuns()->empty());
 }
 
+// A poll that cannot reach Slurm marks it unreachable from that instant
+// (kept through further failures), and the next good poll clears it.
+TEST_F(SlurmBackendTest, SlurmReachabilityFollowsThePolls) {
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  EXPECT_TRUE(backend.SlurmReachability().reachable);
+  for (int t : {11, 12}) {
+    fake_.Expect({"sinfo", "--json"}).ExitCode(1).Stderr("sinfo: error: Unable to contact slurm controller\n");
+    ASSERT_TRUE(backend.Advance(Seconds(t)).ok()) << "the loop goes on";
+  }
+  SlurmBackend::SlurmReach r = backend.SlurmReachability();
+  EXPECT_FALSE(r.reachable);
+  EXPECT_EQ(r.since, Seconds(11)) << "since the first failed poll in a row";
+  EXPECT_NE(r.error.find("Unable to contact slurm controller"), std::string::npos) << r.error;
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(13)).ok());
+  EXPECT_TRUE(backend.SlurmReachability().reachable);
+}
+
 // Measured steps correct the plan the job runs (against the base estimate
 // of that plan) and the type's fallback; after a restart each stored
 // correction comes back at the level its scope names.

@@ -166,7 +166,16 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
   if (match->route == Route::kHealthz) {
     Result<JobsPage> q = ParseQuery(req, match->route);
     if (!q.ok()) return Error(q.status());
-    return Json200(Json{{"status", "ok"}});
+    // The API answers either way; when Slurm is unreachable the daemon keeps
+    // its state and acts again once a poll reaches it.
+    ServiceHealth h = service_.Health();
+    Json body{{"status", h.slurm_reachable ? "ok" : "degraded"},
+              {"slurm", h.slurm_reachable ? "reachable" : "unreachable"}};
+    if (!h.slurm_reachable) {
+      body["slurm_error"] = h.slurm_error;
+      body["slurm_unreachable_since_us"] = h.unreachable_since_us;
+    }
+    return Json200(body);
   }
 
   // Authentication: the service is not called for an unknown caller.

@@ -308,9 +308,15 @@ Result<std::vector<NodeInfo>> Daemon::Nodes(const Caller& caller) {
   return out;
 }
 
+ServiceHealth Daemon::Health() {
+  SlurmBackend::SlurmReach r = impl_->backend->SlurmReachability();
+  return ServiceHealth{r.reachable, r.reachable ? 0 : r.since, r.error};
+}
+
 ServiceMetrics Daemon::Metrics() {
   Impl& m = *impl_;
   ServiceMetrics out;
+  out.slurm = Health();
   Store& reader = m.Reader();
   auto counts = reader.CountByState();
   if (counts.ok()) {

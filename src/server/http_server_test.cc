@@ -115,11 +115,26 @@ TEST_F(HttpApiTest, HealthzNeedsNoToken) {
   HttpReply r = Send("", "GET", "/healthz");
   EXPECT_EQ(r.code, 200);
   EXPECT_EQ(r.Header("Content-Type"), "application/json");
-  EXPECT_EQ(Body(r), json({{"status", "ok"}}));
+  EXPECT_EQ(Body(r), json({{"status", "ok"}, {"slurm", "reachable"}}));
   HttpReply head = Send("", "HEAD", "/healthz");
   EXPECT_EQ(head.code, 200);
   EXPECT_TRUE(head.body.empty());
   EXPECT_TRUE(fake_.Calls().empty());
+}
+
+// Slurm unreachable: the API still answers; /healthz and /metrics say so.
+TEST_F(HttpApiTest, HealthzAndMetricsSayWhenSlurmIsUnreachable) {
+  fake_.health = ServiceHealth{false, 1'700'000'000'000'000, "squeue: Unable to contact slurm controller"};
+  HttpReply r = Send("", "GET", "/healthz");
+  EXPECT_EQ(r.code, 200) << "the daemon itself is up";
+  EXPECT_EQ(Body(r), json({{"status", "degraded"},
+                           {"slurm", "unreachable"},
+                           {"slurm_error", "squeue: Unable to contact slurm controller"},
+                           {"slurm_unreachable_since_us", 1'700'000'000'000'000}}));
+  HttpReply m = Send(kAlice, "GET", "/metrics");
+  EXPECT_NE(m.body.find("\ntessel_slurm_reachable 0\n"), std::string::npos) << m.body;
+  fake_.health = ServiceHealth{};
+  EXPECT_NE(Send(kAlice, "GET", "/metrics").body.find("\ntessel_slurm_reachable 1\n"), std::string::npos);
 }
 
 TEST_F(HttpApiTest, EveryOtherRouteNeedsAKnownTokenAndTheServiceIsNotCalled) {
@@ -471,7 +486,7 @@ TEST_F(HttpApiTest, MetricsParseAndCountRequestsByCode) {
   }
   for (const char* family : {"tessel_queue_length", "tessel_jobs", "tessel_gpus_allocated", "tessel_decisions_total",
                              "tessel_decision_seconds", "tessel_last_decision_seconds", "tessel_restarts_total",
-                             "tessel_failures_total", "tessel_api_requests_total"})
+                             "tessel_failures_total", "tessel_slurm_reachable", "tessel_api_requests_total"})
     EXPECT_TRUE(typed.count(family)) << family;
   EXPECT_EQ(samples["tessel_queue_length"], "2");
   EXPECT_EQ(samples["tessel_jobs{state=\"running\"}"], "1");

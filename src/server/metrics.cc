@@ -83,6 +83,8 @@ std::string RenderMetrics(const ServiceMetrics& m, const std::vector<std::pair<i
   e.Sample("tessel_restarts_total", m.restarts);
   e.Family("tessel_failures_total", "counter", "Job failures observed.");
   e.Sample("tessel_failures_total", m.failures);
+  e.Family("tessel_slurm_reachable", "gauge", "1 when the daemon's last poll reached Slurm, else 0.");
+  e.Sample("tessel_slurm_reachable", int64_t{m.slurm.slurm_reachable ? 1 : 0});
   e.Family("tessel_api_requests_total", "counter", "HTTP API requests answered, by status code.");
   for (const auto& [code, n] : requests_by_code)
     e.Sample("tessel_api_requests_total", "code", std::to_string(code), n);

@@ -95,6 +95,13 @@ struct NodeInfo {
 };
 
 // Daemon-wide figures for /metrics.
+// Whether the daemon reaches Slurm (its last poll), for /healthz and /metrics.
+struct ServiceHealth {
+  bool slurm_reachable = true;
+  int64_t unreachable_since_us = 0;  // the first failed poll in a row (Unix µs)
+  std::string slurm_error;
+};
+
 struct ServiceMetrics {
   int64_t queue_length = 0;  // pending + profiling
   std::vector<std::pair<std::string, int64_t>> jobs_by_state;  // every state
@@ -104,6 +111,7 @@ struct ServiceMetrics {
   double last_decision_seconds = 0;
   int64_t restarts = 0;
   int64_t failures = 0;
+  ServiceHealth slurm;
 };
 
 // A page of GET /v1/jobs: `?all=&limit=&after=`.
@@ -133,6 +141,8 @@ class JobService {
   virtual Status Cancel(const Caller& caller, int64_t id) = 0;
   virtual Result<std::vector<NodeInfo>> Nodes(const Caller& caller) = 0;
   virtual ServiceMetrics Metrics() = 0;
+  // Cheap, no store access: what /healthz reports beside "the API answers".
+  virtual ServiceHealth Health() { return {}; }
 };
 
 }  // namespace tessel

@@ -115,8 +115,12 @@ class FakeJobService : public JobService {
     m.last_decision_seconds = 0.0625;
     m.restarts = 1;
     m.failures = 0;
+    m.slurm = health;
     return m;
   }
+
+  ServiceHealth Health() override { return health; }
+  ServiceHealth health;  // what Health() reports
 
   std::vector<std::string> SubmittedSpecs() const {
     std::lock_guard<std::mutex> lock(mu_);
