@@ -147,7 +147,7 @@ class Contract:
 
     def _read_profile(self, env, plan):
         self.world_size, self.rank, self.local_rank = 1, 0, 0
-        self.dp, self.pp_profiled = 1, self.pp
+        self.dp = 1
         self.profile_steps = as_int("TESSEL_PROFILE_STEPS", env.get("TESSEL_PROFILE_STEPS", "5"), 1)
         layers = env.get("TESSEL_PROFILE_LAYERS", "").strip()
         self.profile_layers = as_int("TESSEL_PROFILE_LAYERS", layers, 1) if layers else None

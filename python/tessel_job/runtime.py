@@ -105,7 +105,6 @@ class Model:
             first, last = ranges[k]
             self.chunks.append(spec.build_chunk(first, last, k == 0, k == n - 1, topo.tp_group,
                                                 c.sequence_parallel, c.recompute_requested))
-        self.ranges = [ranges[k] for k in range(topo.pp_rank, n, c.pp)]
         torch.manual_seed(spec.seed)
         spec.init(self.chunks, spec.seed, topo.tp, topo.tp_rank)   # on the CPU: the same draws
         for chunk in self.chunks:

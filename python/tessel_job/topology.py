@@ -54,16 +54,19 @@ def make_topology(world_size, rank, dp, tp, pp, dist=None):
     t.tp_ranks = [t.rank_of(t.dp_rank, t.pp_rank, r) for r in range(tp)]
     t.dp_ranks = [t.rank_of(r, t.pp_rank, t.tp_rank) for r in range(dp)]
     if dist is not None and world_size > 1:
-        for s in range(pp):
-            for d in range(dp):
-                ranks = [t.rank_of(d, s, r) for r in range(tp)]
-                g = dist.new_group(ranks) if tp > 1 else None
-                if rank in ranks:
-                    t.tp_group = g
-        for s in range(pp):
-            for r in range(tp):
-                ranks = [t.rank_of(d, s, r) for d in range(dp)]
-                g = dist.new_group(ranks) if dp > 1 else None
-                if rank in ranks:
-                    t.dp_group = g
+        t.tp_group = _own_group(dist, rank, [[t.rank_of(d, s, r) for r in range(tp)]
+                                             for s in range(pp) for d in range(dp)])
+        t.dp_group = _own_group(dist, rank, [[t.rank_of(d, s, r) for d in range(dp)]
+                                             for s in range(pp) for r in range(tp)])
     return t
+
+
+def _own_group(dist, rank, groups):
+    """Creates every group (all ranks must, in one order) and returns the one holding `rank`;
+    None for groups of one rank (their collectives are skipped)."""
+    mine = None
+    for ranks in groups:
+        g = dist.new_group(ranks) if len(ranks) > 1 else None
+        if rank in ranks:
+            mine = g
+    return mine

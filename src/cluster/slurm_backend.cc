@@ -426,9 +426,8 @@ void SlurmBackend::Impl::DrainInbox(SimTime now) {
     if (it == jobs.end()) continue;
     Tracked& t = *it->second;
     if (t.slurm_id) Warn(slurm.Cancel(*t.slurm_id));
-    for (const auto& [key, sid] : t.profiling) Warn(slurm.Cancel(sid));
     Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
-    Drop(t);
+    Drop(t);  // cancels its profiling runs too
   }
 }
 

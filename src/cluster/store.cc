@@ -254,17 +254,32 @@ class Store::Txn {
 
 int Store::SchemaVersion() { return kNumMigrations; }
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::Connect(const std::string& path, int flags, std::string_view what) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                           nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
-    return InvalidArgument("state database " + path + ": cannot open: " + msg);
+    return InvalidArgument("state database " + path + ": " + std::string(what) + ": " + msg);
   }
   std::unique_ptr<Store> store(new Store(path, db));
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  return store;
+}
+
+Result<int> Store::UserVersion() {
+  auto st = Prepare("PRAGMA user_version");
+  if (!st.ok()) return st.status();
+  int rc = st->Step();
+  if (rc != SQLITE_ROW) return Error(rc, "reading the schema version");
+  return static_cast<int>(st->Int(0));
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  auto connected = Connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, "cannot open");
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<Store> store = std::move(*connected);
+  int rc;
   {
     // The first statement that reads the file: garbage fails here.
     auto st = store->Prepare("PRAGMA journal_mode = WAL");
@@ -284,22 +299,14 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
 }
 
 Result<std::unique_ptr<Store>> Store::OpenReader(const std::string& path) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close(db);
-    return InvalidArgument("state database " + path + ": cannot open for reading: " + msg);
-  }
-  std::unique_ptr<Store> store(new Store(path, db));
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  auto connected = Connect(path, SQLITE_OPEN_READONLY, "cannot open for reading");
+  if (!connected.ok()) return connected.status();
+  std::unique_ptr<Store> store = std::move(*connected);
   TESSEL_RETURN_IF_ERROR(store->Exec("PRAGMA query_only = ON"));
-  auto st = store->Prepare("PRAGMA user_version");
-  if (!st.ok()) return st.status();
-  rc = st->Step();
-  if (rc != SQLITE_ROW) return store->Error(rc, "reading the schema version");
-  if (st->Int(0) != kNumMigrations) {
-    return FailedPrecondition("state database " + path + ": schema version " + std::to_string(st->Int(0)) +
+  auto version = store->UserVersion();
+  if (!version.ok()) return version.status();
+  if (*version != kNumMigrations) {
+    return FailedPrecondition("state database " + path + ": schema version " + std::to_string(*version) +
                               ", this tessel reads " + std::to_string(kNumMigrations) +
                               "; open it for writing first (tessel serve migrates it)");
   }
@@ -352,13 +359,7 @@ Result<Store::Stmt> Store::Prepare(const char* sql) {
 }
 
 Status Store::Migrate() {
-  auto read_version = [this]() -> Result<int> {
-    auto st = Prepare("PRAGMA user_version");
-    if (!st.ok()) return st.status();
-    int rc = st->Step();
-    if (rc != SQLITE_ROW) return Error(rc, "reading the schema version");
-    return static_cast<int>(st->Int(0));
-  };
+  auto read_version = [this] { return UserVersion(); };
   auto newer = [this](int v) {
     return FailedPrecondition("state database " + path_ + ": schema version " +
                               std::to_string(v) + " is newer than this tessel knows (" +

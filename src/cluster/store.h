@@ -274,6 +274,10 @@ class Store {
   Status CheckIntegrity();
 
  private:
+  // A connection to `path` opened with sqlite3_open_v2 `flags` (busy timeout
+  // set); `what` names the failure. The schema version (PRAGMA user_version).
+  static Result<std::unique_ptr<Store>> Connect(const std::string& path, int flags, std::string_view what);
+  Result<int> UserVersion();
   class Stmt;
   class Txn;
 
