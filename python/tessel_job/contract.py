@@ -73,6 +73,10 @@ class Contract:
         self.device = env.get("TESSEL_DEVICE", "auto").strip().lower() or "auto"
         if self.device not in ("auto", "cpu", "cuda"):
             raise ConfigError(f"TESSEL_DEVICE={self.device!r}: expected auto, cpu or cuda")
+        self.dist_backend = env.get("TESSEL_DIST_BACKEND", "auto").strip().lower() or "auto"
+        if self.dist_backend not in ("auto", "nccl", "gloo"):
+            raise ConfigError(f"TESSEL_DIST_BACKEND={self.dist_backend!r}: expected auto, nccl "
+                              "or gloo")
 
         plan = self._plan_values(env)
         self.gpu_type = plan.get("gpu_type", "")

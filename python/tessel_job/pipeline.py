@@ -18,7 +18,8 @@ Sends are asynchronous (waited for at the end of the step); receives block where
 needs their data, so any valid schedule runs without a deadlock. Tags keep the streams apart:
 2k for the activation entering virtual stage k, 2k+1 for the gradient leaving k+1 towards k.
 (NCCL ignores tags and matches sends to receives in order per pair of ranks; every stream here
-is sent and received in schedule order, but the CUDA path has not been run in CI: no GPU.)
+is sent and received in schedule order.) gloo sends CPU tensors only: with gloo on CUDA
+(several ranks on one GPU) activations and gradients travel through host copies.
 """
 
 
@@ -83,21 +84,31 @@ class PipelineRunner:
         self.autocast = autocast
         self.device = device if device is not None else torch.device("cpu")
         self.after_backward = None   # called after every backward op (ZeRO-3 uses it)
+        # gloo moves CPU tensors only between ranks: several ranks sharing one GPU under gloo
+        # (TESSEL_DIST_BACKEND=gloo) send and receive through host copies.
+        self.via_host = (self.device.type == "cuda" and dist is not None and topo.pp > 1
+                         and dist.get_backend() == "gloo")
+        self.wire = torch.device("cpu") if self.via_host else self.device
 
     def _peer(self, vstage):
         t = self.topo
         return t.rank_of(t.dp_rank, vstage % self.p, t.tp_rank)
 
     def _recv(self, src_vstage, tag):
-        buf = self.torch.empty(self.act_shape, dtype=self.torch.float32, device=self.device)
+        buf = self.torch.empty(self.act_shape, dtype=self.torch.float32, device=self.wire)
         self.dist.recv(buf, src=self._peer(src_vstage), tag=tag)
-        return buf
+        return buf.to(self.device) if self.via_host else buf
+
+    def _send(self, t, dst_vstage, tag):
+        """Starts an asynchronous send; returns (work, the tensor to keep alive until it ends)."""
+        out = t.float().to(self.wire).contiguous()
+        return self.dist.isend(out, dst=self._peer(dst_vstage), tag=tag), out
 
     def run(self, inputs, labels, loss, divisor):
         """Forward and backward of every micro-batch; returns the sum of the per-sample losses
         computed on this rank (last virtual stage only; 0.0 elsewhere) as a float."""
         torch = self.torch
-        sends, saved, total = [], {}, 0.0
+        sends, saved, total = [], {}, None
         for kind, c, mb in self.ops:
             k = c * self.p + self.s
             if kind == "F":
@@ -109,11 +120,13 @@ class PipelineRunner:
                     y = self.chunks[c](x)
                 if k == self.n - 1:
                     per_sample = loss(y, labels(mb))
-                    total += per_sample.detach().double().sum().item()
+                    # Summed on the device, read once per step: a read per micro-batch would
+                    # make the host wait for the GPU before it launches the next kernels.
+                    part = per_sample.detach().double().sum()
+                    total = part if total is None else total + part
                     saved[(c, mb)] = (x, per_sample.sum() / divisor)
                 else:
-                    out = y.detach().float().contiguous()
-                    sends.append((self.dist.isend(out, dst=self._peer(k + 1), tag=2 * (k + 1)), out))
+                    sends.append(self._send(y.detach(), k + 1, 2 * (k + 1)))
                     saved[(c, mb)] = (x, y)
             else:
                 x, y = saved.pop((c, mb))
@@ -123,10 +136,9 @@ class PipelineRunner:
                     g = self._recv(k + 1, 2 * k + 1)
                     torch.autograd.backward(y, g.to(y.dtype))
                 if k > 0:
-                    gx = x.grad.float().contiguous()
-                    sends.append((self.dist.isend(gx, dst=self._peer(k - 1), tag=2 * (k - 1) + 1), gx))
+                    sends.append(self._send(x.grad, k - 1, 2 * (k - 1) + 1))
                 if self.after_backward is not None:
                     self.after_backward()
         for work, _ in sends:
             work.wait()
-        return total
+        return 0.0 if total is None else total.item()

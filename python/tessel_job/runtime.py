@@ -40,6 +40,11 @@ def setup_torch(threads):
     import torch
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
+    det = getattr(getattr(torch, "utils", None), "deterministic", None)
+    if det is not None and hasattr(det, "fill_uninitialized_memory"):
+        # torch >= 2.1 also fills every new uninitialised tensor with NaN under determinism:
+        # one extra kernel per allocation, and nothing here reads memory before writing it.
+        det.fill_uninitialized_memory = False
     return torch
 
 
@@ -124,7 +129,11 @@ def train(c, spec):
     if c.world_size > 1:
         os.environ["MASTER_ADDR"] = c.master_addr
         os.environ["MASTER_PORT"] = str(c.master_port)
-        backend = "nccl" if device.type == "cuda" else "gloo"
+        backend = c.dist_backend if c.dist_backend != "auto" else \
+            ("nccl" if device.type == "cuda" else "gloo")
+        if backend == "nccl" and device.type != "cuda":
+            raise ConfigError("TESSEL_DIST_BACKEND=nccl needs a CUDA device; this rank runs on "
+                              "the CPU (TESSEL_DEVICE, or no GPU visible)")
         dist.init_process_group(backend, init_method="env://", rank=c.rank,
                                 world_size=c.world_size,
                                 timeout=datetime.timedelta(seconds=spec.collective_timeout_s))
@@ -241,13 +250,19 @@ def train(c, spec):
         t0 = time.perf_counter()
         opt.zero_grad()
         base = samples_seen + replica_first
-        cache = {}
+        # The stages that read data get the whole step's at once, copied before any kernel of
+        # the step is queued: a copy from pageable memory per micro-batch would make the host
+        # wait for the GPU's queue to drain every micro-batch.
+        step_x = step_y = None
+        if topo.first_stage or topo.last_stage:
+            x, y = spec.batch(base, mb * nmb)
+            if device.type == "cuda":
+                x, y = x.pin_memory().to(device, non_blocking=True), \
+                    y.pin_memory().to(device, non_blocking=True)
+            step_x, step_y = x, y
 
         def micro(m):
-            if m not in cache:
-                x, y = spec.batch(base + m * mb, mb)
-                cache[m] = (x.to(device), y.to(device))
-            return cache[m]
+            return step_x[m * mb:(m + 1) * mb], step_y[m * mb:(m + 1) * mb]
 
         local_loss = runner.run(lambda m: micro(m)[0], lambda m: micro(m)[1],
                                 lambda out, y: spec.loss(out, y, topo.tp_group), g)

@@ -150,12 +150,19 @@ def scatter_seq(x, group):
     return _ScatterSeq.apply(x, group) if _size(group) > 1 else x
 
 
-def _compute_dtype():
-    if torch.is_autocast_cpu_enabled():
-        return torch.get_autocast_cpu_dtype()
-    if torch.cuda.is_available() and torch.is_autocast_enabled():
-        return torch.get_autocast_gpu_dtype()
-    return None
+if hasattr(torch, "get_autocast_dtype"):          # torch >= 2.4
+    def _compute_dtype():
+        for kind in ("cpu", "cuda"):
+            if torch.is_autocast_enabled(kind):
+                return torch.get_autocast_dtype(kind)
+        return None
+else:
+    def _compute_dtype():
+        if torch.is_autocast_cpu_enabled():
+            return torch.get_autocast_cpu_dtype()
+        if torch.is_autocast_enabled():
+            return torch.get_autocast_gpu_dtype()
+        return None
 
 
 class _Linear(torch.autograd.Function):

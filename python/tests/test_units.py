@@ -42,6 +42,8 @@ class ContractTest(unittest.TestCase):
         self.refused("tp*pp = 3 does not divide the world size 4", world=4, tp=3)
         self.refused("TESSEL_SEQUENCE_PARALLEL=2: expected 0 or 1", sequence_parallel=2)
         self.refused("TESSEL_ZERO_STAGE=4: expected 0..3", zero_stage=4)
+        self.refused("TESSEL_DIST_BACKEND='mpi': expected auto, nccl or gloo",
+                     dist_backend="mpi")
 
     def test_dp_defaults_to_what_tp_and_pp_leave(self):
         c = contract(world=8, tp=2, pp=2, num_micro_batches=3)
