@@ -288,5 +288,30 @@ TEST_F(ClientTest, LoadtestReportsEveryKind) {
   EXPECT_NE(bad.out.find("errors (list jobs): HTTP 401 x4\n"), std::string::npos) << bad.out;
 }
 
+TEST_F(ClientTest, LoadtestSoakMixesEveryKindAndReportsTheDaemonsFigures) {
+  Outcome r = As(kAlice, {"loadtest", "--spec", "jobs/a.yaml", "--duration", "1.5", "--sample-every", "0.5",
+                      "--concurrency", "2", "--json"});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  json j = json::parse(r.out);
+  std::vector<std::string> kinds;
+  for (const auto& k : j["kinds"]) {
+    kinds.push_back(k["kind"]);
+    EXPECT_EQ(k["errors"], 0) << k.dump();
+    EXPECT_GT(k["requests"].get<int>(), 0) << k.dump();
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"submit", "get job", "list jobs", "cancel", "metrics", "healthz"}));
+  // The server runs in this test process: its figures are this process's.
+  const json& d = j["daemon"];
+  EXPECT_GT(d["start"]["resident_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(d["end"]["open_fds"].get<int64_t>(), 0);
+  EXPECT_GE(d["peak"]["resident_bytes"].get<int64_t>(), d["end"]["resident_bytes"].get<int64_t>());
+  EXPECT_GE(d["samples"].size(), 3u);  // start, at least one in between, end
+  EXPECT_GE(j["duration_s"].get<double>(), 1.5);
+
+  Outcome no_spec = As(kAlice, {"loadtest", "--duration", "1"});
+  EXPECT_EQ(no_spec.code, 2);
+  EXPECT_NE(no_spec.err.find("--spec FILE is required"), std::string::npos) << no_spec.err;
+}
+
 }  // namespace
 }  // namespace tessel

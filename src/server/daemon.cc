@@ -1,5 +1,7 @@
 #include "server/daemon.h"
 
+#include <malloc.h>
+
 #include <functional>
 #include <thread>
 
@@ -30,8 +32,21 @@ namespace tessel {
 namespace fs = std::filesystem;
 namespace {
 
-// Read-only store connections the API reads through (Daemon::Impl::readers).
+// Read-only store connections opened at start (Daemon::Impl::readers); more
+// are opened when more API threads read at once.
 constexpr int kReaders = 4;
+
+// glibc's malloc hands freed memory back to the kernel as soon as a heap's
+// top passes 128 KiB (and maps blocks over its dynamic threshold one by one):
+// with a list response or a spec freed per request, each API request then
+// paid an madvise or munmap, and each one a TLB shootdown on every core
+// (perf: 20% of the daemon's time under `tessel loadtest`). The daemon keeps
+// up to this much free memory for reuse instead; its footprint stays bounded
+// by its peak (the soak in docs/daemon.md measures it).
+void KeepFreedMemoryForReuse() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: 32 MiB
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
 
 std::string ThisExecutable() {
   std::error_code ec;
@@ -74,12 +89,40 @@ struct Daemon::Impl {
   DaemonOptions opt;
   std::unique_ptr<Store> store;  // the writer: submissions, cancellations, the backend
   // Read-only connections the API reads through (WAL: they never wait on the
-  // writer's transactions or fsyncs), one per API thread's hash, so reads
-  // neither queue behind the scheduling loop nor behind each other.
-  std::vector<std::unique_ptr<Store>> readers;
-  Store& Reader() {
-    size_t i = std::hash<std::thread::id>{}(std::this_thread::get_id()) % readers.size();
-    return *readers[i];
+  // writer's transactions or fsyncs). A request borrows a free one for its
+  // reads (a new one is opened when none is free, at most one per API
+  // thread), so reads neither queue behind the scheduling loop nor behind
+  // each other.
+  std::mutex readers_mu;
+  std::vector<std::unique_ptr<Store>> readers;  // free ones
+  class ReaderLease {
+   public:
+    ReaderLease(Impl& m, std::unique_ptr<Store> s) : m_(m), s_(std::move(s)) {}
+    ReaderLease(ReaderLease&& o) noexcept : m_(o.m_), s_(std::move(o.s_)) {}
+    ~ReaderLease() {
+      if (!s_) return;
+      std::lock_guard lock(m_.readers_mu);
+      m_.readers.push_back(std::move(s_));
+    }
+    Store* operator->() { return s_.get(); }
+    Store& operator*() { return *s_; }
+
+   private:
+    Impl& m_;
+    std::unique_ptr<Store> s_;
+  };
+  Result<ReaderLease> Reader() {
+    {
+      std::lock_guard lock(readers_mu);
+      if (!readers.empty()) {
+        std::unique_ptr<Store> s = std::move(readers.back());
+        readers.pop_back();
+        return ReaderLease(*this, std::move(s));
+      }
+    }
+    auto s = Store::OpenReader(opt.state_dir + "/tessel.db");
+    if (!s.ok()) return s.status();
+    return ReaderLease(*this, std::move(*s));
   }
   SystemCommandRunner runner;
   std::unique_ptr<SlurmClient> slurm;
@@ -124,8 +167,8 @@ struct Daemon::Impl {
     }
   }
 
-  Result<StoredJob> Visible(const Caller& caller, int64_t id) {
-    auto j = Reader().Job(id);
+  Result<StoredJob> Visible(Store& reader, const Caller& caller, int64_t id) {
+    auto j = reader.Job(id);
     if (!j.ok()) return j.status();
     if (!caller.admin && j->user != caller.user) {
       return PermissionDenied("job " + std::to_string(id) + " belongs to another user");
@@ -150,6 +193,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   fs::create_directories(m->opt.state_dir, ec);
   if (ec) return InvalidArgument("--state-dir " + m->opt.state_dir + ": " + ec.message());
   m->opt.state_dir = fs::absolute(m->opt.state_dir).lexically_normal().string();
+  KeepFreedMemoryForReuse();
   auto store = Store::Open(m->opt.state_dir + "/tessel.db");
   if (!store.ok()) return store.status();
   m->store = std::move(*store);
@@ -252,7 +296,9 @@ Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, const JobsPage& 
   f.include_terminal = page.all;
   f.after = page.after;
   f.limit = page.limit;
-  auto rows = impl_->Reader().Jobs(f);
+  auto reader = impl_->Reader();
+  if (!reader.ok()) return reader.status();
+  auto rows = (*reader)->Jobs(f);
   if (!rows.ok()) return rows.status();
   std::vector<JobInfo> out;
   for (const StoredJob& j : *rows) out.push_back(ToInfo(j));
@@ -261,7 +307,10 @@ Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, const JobsPage& 
 
 Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
   Impl& m = *impl_;
-  auto j = m.Visible(caller, id);
+  auto lease = m.Reader();
+  if (!lease.ok()) return lease.status();
+  Store& reader = **lease;
+  auto j = m.Visible(reader, caller, id);
   if (!j.ok()) return j.status();
   JobDetail d;
   d.job = ToInfo(*j);
@@ -270,7 +319,6 @@ Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
   d.failures = j->failures;
   d.launches = j->launch_count;
   d.slurm_job_id = j->slurm_job_id;
-  Store& reader = m.Reader();
   auto history = reader.History(id);
   if (!history.ok()) return history.status();
   for (const TransitionRecord& t : *history) {
@@ -289,7 +337,11 @@ Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
 
 Status Daemon::Cancel(const Caller& caller, int64_t id) {
   Impl& m = *impl_;
-  auto j = m.Visible(caller, id);
+  Result<StoredJob> j = [&]() -> Result<StoredJob> {
+    auto lease = m.Reader();
+    if (!lease.ok()) return lease.status();
+    return m.Visible(**lease, caller, id);
+  }();
   if (!j.ok()) return j.status();
   if (IsTerminal(j->state)) {
     return FailedPrecondition("job " + std::to_string(id) + " is already " + JobStateName(j->state));
@@ -317,7 +369,9 @@ ServiceMetrics Daemon::Metrics() {
   Impl& m = *impl_;
   ServiceMetrics out;
   out.slurm = Health();
-  Store& reader = m.Reader();
+  auto lease = m.Reader();
+  if (!lease.ok()) return out;  // /metrics still says whether Slurm answers
+  Store& reader = **lease;
   auto counts = reader.CountByState();
   if (counts.ok()) {
     for (const auto& [state, n] : *counts) {

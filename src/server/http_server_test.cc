@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "server/api_client.h"
+#include "server/metrics.h"
 #include "testing/fake_job_service.h"
 
 namespace tessel {
@@ -501,6 +502,25 @@ TEST_F(HttpApiTest, MetricsParseAndCountRequestsByCode) {
   EXPECT_EQ(samples["tessel_api_requests_total{code=\"401\"}"], "2");
   EXPECT_EQ(samples["tessel_api_requests_total{code=\"404\"}"], "1");
   EXPECT_EQ(samples["tessel_api_requests_total{code=\"200\"}"], "2");  // not this request itself
+  // The process's own figures, as Prometheus's client libraries name them.
+  for (const char* family : {"process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
+                             "process_max_fds", "process_threads"}) {
+    ASSERT_TRUE(typed.count(family)) << family;
+    EXPECT_GT(std::stoll(samples[family]), 0) << family;
+  }
+  EXPECT_LE(std::stoll(samples["process_resident_memory_bytes"]), std::stoll(samples["process_virtual_memory_bytes"]));
+  EXPECT_LT(std::stoll(samples["process_open_fds"]), std::stoll(samples["process_max_fds"]));
+}
+
+TEST(ProcessFiguresTest, OpenFdsFollowsTheDescriptorsThisProcessOpens) {
+  const ProcessFigures before = ReadProcessFigures();
+  ASSERT_GT(before.open_fds, 0);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(ReadProcessFigures().open_fds, before.open_fds + 2);
+  ::close(fds[0]);
+  ::close(fds[1]);
+  EXPECT_EQ(ReadProcessFigures().open_fds, before.open_fds);
 }
 
 TEST_F(HttpApiTest, KeepAliveConnectionServesManyRequests) {

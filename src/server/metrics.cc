@@ -1,7 +1,13 @@
 #include "server/metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace tessel {
 
@@ -30,6 +36,41 @@ std::string EscapeLabelValue(std::string_view value) {
     }
   }
   return out;
+}
+
+ProcessFigures ReadProcessFigures() {
+  ProcessFigures f;
+  const int64_t page = ::sysconf(_SC_PAGESIZE);
+  {
+    std::ifstream statm("/proc/self/statm");
+    int64_t size = 0, resident = 0;
+    if (statm >> size >> resident && page > 0) {
+      f.virtual_bytes = size * page;
+      f.resident_bytes = resident * page;
+    }
+  }
+  {
+    std::error_code ec;
+    int64_t n = 0;
+    for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++n;
+    if (!ec) f.open_fds = n - 1;  // less the descriptor this listing holds open
+  }
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+    f.max_fds = static_cast<int64_t>(lim.rlim_cur);
+  {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Threads:", 0) == 0) {
+        std::istringstream in(line.substr(8));
+        int64_t n = 0;
+        if (in >> n) f.threads = n;
+        break;
+      }
+    }
+  }
+  return f;
 }
 
 namespace {
@@ -88,6 +129,17 @@ std::string RenderMetrics(const ServiceMetrics& m, const std::vector<std::pair<i
   e.Family("tessel_api_requests_total", "counter", "HTTP API requests answered, by status code.");
   for (const auto& [code, n] : requests_by_code)
     e.Sample("tessel_api_requests_total", "code", std::to_string(code), n);
+  const ProcessFigures p = ReadProcessFigures();
+  auto gauge = [&](const char* name, const char* help, int64_t v) {
+    if (v < 0) return;
+    e.Family(name, "gauge", help);
+    e.Sample(name, v);
+  };
+  gauge("process_resident_memory_bytes", "Resident memory size in bytes.", p.resident_bytes);
+  gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", p.virtual_bytes);
+  gauge("process_open_fds", "Number of open file descriptors.", p.open_fds);
+  gauge("process_max_fds", "Maximum number of open file descriptors.", p.max_fds);
+  gauge("process_threads", "Number of OS threads in the process.", p.threads);
   return e.Take();
 }
 

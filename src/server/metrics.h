@@ -12,6 +12,15 @@
 //   tessel_failures_total                  counter  job failures
 //   tessel_api_requests_total{code}        counter  HTTP requests by status,
 //                                                    401s and 404s included
+//
+// and the process's own figures under Prometheus's standard names (Linux,
+// from /proc/self; absent where it cannot be read):
+//
+//   process_resident_memory_bytes          gauge    resident set size
+//   process_virtual_memory_bytes           gauge    virtual memory size
+//   process_open_fds                       gauge    open file descriptors
+//   process_max_fds                        gauge    the descriptor limit
+//   process_threads                        gauge    OS threads
 #pragma once
 
 #include <cstdint>
@@ -43,6 +52,16 @@ class RequestCounter {
 // \n); numbers are shortest round-trip decimals, NaN and +Inf/-Inf spelled
 // as Prometheus reads them.
 std::string RenderMetrics(const ServiceMetrics& m, const std::vector<std::pair<int, int64_t>>& requests_by_code);
+
+// The daemon process's figures from /proc/self; -1 where unreadable.
+struct ProcessFigures {
+  int64_t resident_bytes = -1;
+  int64_t virtual_bytes = -1;
+  int64_t open_fds = -1;
+  int64_t max_fds = -1;
+  int64_t threads = -1;
+};
+ProcessFigures ReadProcessFigures();
 
 // A label value with backslash, double quote and newline escaped.
 std::string EscapeLabelValue(std::string_view value);
