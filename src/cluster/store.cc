@@ -857,6 +857,15 @@ Result<std::map<JobState, int64_t>> Store::CountByState() {
   return out;
 }
 
+Result<std::pair<int64_t, int64_t>> Store::RestartAndFailureTotals() {
+  std::lock_guard lock(mu_);
+  auto st = Prepare("SELECT COALESCE(SUM(restarts), 0), COALESCE(SUM(failures), 0) FROM jobs");
+  if (!st.ok()) return st.status();
+  int rc = st->Step();
+  if (rc != SQLITE_ROW) return Error(rc, "summing restarts and failures");
+  return std::make_pair(st->Int(0), st->Int(1));
+}
+
 Result<std::optional<std::string>> Store::GetMeta(std::string_view key) {
   std::lock_guard lock(mu_);
   auto st = Prepare("SELECT value FROM meta WHERE key = ?1");

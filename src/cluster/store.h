@@ -265,6 +265,8 @@ class Store {
 
   // Jobs per state; every state present (0 when none).
   Result<std::map<JobState, int64_t>> CountByState();
+  // Sums over every job: (restarts, failures), for /metrics.
+  Result<std::pair<int64_t, int64_t>> RestartAndFailureTotals();
 
   // Small daemon-wide values (e.g. the policy in use); nullopt when unset.
   Result<std::optional<std::string>> GetMeta(std::string_view key);

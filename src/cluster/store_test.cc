@@ -457,6 +457,15 @@ TEST(StoreTest, JobsFilterAndCountByState) {
   EXPECT_EQ(counts->at(JobState::kRunning), 1);
   EXPECT_EQ(counts->at(JobState::kCancelled), 1);
   EXPECT_EQ(counts->at(JobState::kFailed), 0);
+
+  auto none = store->RestartAndFailureTotals();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, std::make_pair(int64_t{0}, int64_t{0}));
+  ASSERT_TRUE(store->AddCounters(a, CounterDelta{.restarts = 2, .failures = 1}).ok());
+  ASSERT_TRUE(store->AddCounters(c, CounterDelta{.restarts = 1, .failures = 3}).ok());
+  auto totals = store->RestartAndFailureTotals();
+  ASSERT_TRUE(totals.ok());
+  EXPECT_EQ(*totals, std::make_pair(int64_t{3}, int64_t{4}));
 }
 
 TEST(StoreTest, ConcurrentWritersAndReaders) {
