@@ -32,6 +32,27 @@ TEST(Cli, HelpListsCommandsFromTheTable) {
   EXPECT_NE(e.out.find("--virtual-stages"), std::string::npos);
 }
 
+// Each command's --help names its doc, and the doc exists (a heading too,
+// for an anchor); the top-level --help names the docs.
+TEST(Cli, HelpPointsToDocsThatExist) {
+  Out top = RunTessel({"--help"});
+  EXPECT_NE(top.out.find("Docs (in tessel's source tree): README.md"), std::string::npos) << top.out;
+  for (const auto& c : Commands()) {
+    Out r = RunTessel({c.name, "--help"});
+    EXPECT_EQ(r.code, 0) << c.name;
+    const std::string doc = c.doc;
+    EXPECT_NE(r.out.find("Docs: " + doc + " (in tessel's source tree)"), std::string::npos) << c.name << r.out;
+    const std::string file = doc.substr(0, doc.find('#'));
+    std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/" + file);
+    ASSERT_TRUE(in.good()) << c.name << ": " << file;
+    if (doc.find('#') != std::string::npos) {
+      std::stringstream text;
+      text << in.rdbuf();
+      EXPECT_NE(text.str().find("## Which policy"), std::string::npos) << doc;  // the one anchor used
+    }
+  }
+}
+
 TEST(Cli, EstimateJsonContract) {
   Out r = RunTessel({"estimate", "--model", "gpt3-175b", "--gpu", "a100-80g", "--gpus", "64", "--global-batch", "64",
                "--tp", "8", "--pp", "8", "--micro-batch", "1", "--recompute", "selective", "--virtual-stages", "3",

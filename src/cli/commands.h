@@ -26,6 +26,8 @@ struct CommandSpec {
   const char* summary;
   // Declares flags on `app`; the returned action runs after parsing.
   std::function<CommandAction(CLI::App& app, CommandIo io)> setup;
+  // The doc a user reads next (a path in the source tree), named in --help.
+  const char* doc;
 };
 
 const std::vector<CommandSpec>& Commands();
