@@ -127,6 +127,19 @@ CREATE TABLE slurm_runs (
 ) WITHOUT ROWID;
 CREATE INDEX slurm_runs_by_job ON slurm_runs (job_id);
 )sql",
+    // 4: reads that cost the page, not every job ever stored: the active
+    // jobs (partial indexes; the queries in Store::Jobs repeat their WHERE
+    // term exactly, so SQLite uses them), a user's jobs by id, and the
+    // counters /metrics sums (a covering index). At 20,000 finished jobs a
+    // page of active jobs took 17 ms without them, 0.13 ms with them.
+    R"sql(
+CREATE INDEX IF NOT EXISTS jobs_active ON jobs (id)
+  WHERE state NOT IN ('completed', 'failed', 'cancelled');
+CREATE INDEX IF NOT EXISTS jobs_active_by_user ON jobs (user, id)
+  WHERE state NOT IN ('completed', 'failed', 'cancelled');
+CREATE INDEX IF NOT EXISTS jobs_by_user_id ON jobs (user, id);
+CREATE INDEX IF NOT EXISTS jobs_counters ON jobs (restarts, failures);
+)sql",
 };
 constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -681,21 +694,30 @@ Result<StoredJob> Store::Job(int64_t id) {
   return JobLocked(id);
 }
 
-Result<std::vector<StoredJob>> Store::Jobs(const JobFilter& filter) {
+const char* Store::JobsSql(const JobFilter& filter) {
   // One literal per filter shape, so each is prepared once and uses its index.
+  // TESSEL_ACTIVE is the WHERE term of the partial indexes of migration 4,
+  // word for word: SQLite uses a partial index only for a term it matches.
 #define TESSEL_ACTIVE "state NOT IN ('completed', 'failed', 'cancelled') "
 #define TESSEL_PAGE "id > ?2 ORDER BY id LIMIT ?3"
   static const char* const kAll = "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE " TESSEL_PAGE;
+  // INDEXED BY: without statistics SQLite may rank a user's whole id index
+  // (jobs_by_user_id, every finished job of theirs) level with the partial one.
   static const char* const kActive =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE " TESSEL_ACTIVE "AND " TESSEL_PAGE;
+      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs INDEXED BY jobs_active WHERE " TESSEL_ACTIVE "AND " TESSEL_PAGE;
   static const char* const kUser =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 AND " TESSEL_PAGE;
-  static const char* const kUserActive =
-      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs WHERE user = ?1 AND " TESSEL_ACTIVE "AND " TESSEL_PAGE;
+      "SELECT " TESSEL_JOB_COLUMNS "FROM jobs INDEXED BY jobs_by_user_id WHERE user = ?1 AND " TESSEL_PAGE;
+  static const char* const kUserActive = "SELECT " TESSEL_JOB_COLUMNS
+                                         "FROM jobs INDEXED BY jobs_active_by_user WHERE user = ?1 AND " TESSEL_ACTIVE
+                                         "AND " TESSEL_PAGE;
 #undef TESSEL_PAGE
 #undef TESSEL_ACTIVE
-  const char* sql = filter.user ? (filter.include_terminal ? kUser : kUserActive)
-                                : (filter.include_terminal ? kAll : kActive);
+  return filter.user ? (filter.include_terminal ? kUser : kUserActive)
+                     : (filter.include_terminal ? kAll : kActive);
+}
+
+Result<std::vector<StoredJob>> Store::Jobs(const JobFilter& filter) {
+  const char* sql = JobsSql(filter);
   std::lock_guard lock(mu_);
   auto st = Prepare(sql);
   if (!st.ok()) return st.status();

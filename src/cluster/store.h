@@ -247,6 +247,9 @@ class Store {
   Result<StoredJob> Job(int64_t id);
   // Matching jobs by id.
   Result<std::vector<StoredJob>> Jobs(const JobFilter& filter);
+  // The query Jobs runs for `filter` (?1 user, ?2 after, ?3 limit); tests
+  // check that SQLite answers it from an index (migration 4).
+  static const char* JobsSql(const JobFilter& filter);
   // The job's transitions, oldest first (the submission first).
   Result<std::vector<TransitionRecord>> History(int64_t id);
   // The job's latest `limit` samples (by time, then step), oldest first.

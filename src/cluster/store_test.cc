@@ -402,7 +402,7 @@ TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
     auto store = OpenOrDie(path);
     id = AddOrDie(*store, MakeJob("a"));
   }
-  ASSERT_EQ(Store::SchemaVersion(), 3);
+  ASSERT_EQ(Store::SchemaVersion(), 4);
   RawSql(path,
          "DROP TABLE slurm_runs;"
          "DROP TABLE corrections;"
@@ -425,6 +425,36 @@ TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
   store.reset();
   store = OpenOrDie(path);  // at version 2 now: opens without migrating again
   EXPECT_EQ(store->Corrections(id)->size(), 3u);
+}
+
+// Reads cost the page, not every job stored: each shape of the jobs list
+// and /metrics' sums are answered from an index (migration 4).
+TEST(StoreTest, ListsAndSumsUseTheirIndexes) {
+  TempDir dir;
+  std::string path = dir.File("state.db");
+  { OpenOrDie(path); }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  auto plan = [&](const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+    std::string out;
+    while (st && sqlite3_step(st) == SQLITE_ROW) out += std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 3))) + "; ";
+    sqlite3_finalize(st);
+    return out;
+  };
+  const std::string user = "alice";
+  EXPECT_NE(plan(Store::JobsSql({std::nullopt, false})).find("USING INDEX jobs_active"), std::string::npos)
+      << plan(Store::JobsSql({std::nullopt, false}));
+  EXPECT_NE(plan(Store::JobsSql({user, false})).find("USING INDEX jobs_active_by_user"), std::string::npos)
+      << plan(Store::JobsSql({user, false}));
+  EXPECT_NE(plan(Store::JobsSql({user, true})).find("USING INDEX jobs_by_user_id"), std::string::npos)
+      << plan(Store::JobsSql({user, true}));
+  EXPECT_NE(plan(Store::JobsSql({std::nullopt, true})).find("PRIMARY KEY"), std::string::npos)
+      << plan(Store::JobsSql({std::nullopt, true}));
+  const std::string sums = plan("SELECT COALESCE(SUM(restarts), 0), COALESCE(SUM(failures), 0) FROM jobs");
+  EXPECT_NE(sums.find("COVERING INDEX jobs_counters"), std::string::npos) << sums;
+  sqlite3_close(db);
 }
 
 TEST(StoreTest, JobsFilterAndCountByState) {
