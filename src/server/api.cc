@@ -8,6 +8,7 @@
 
 #include "core/strings.h"
 #include "server/api_json.h"
+#include "server/dashboard.h"
 
 namespace tessel {
 
@@ -35,7 +36,7 @@ int HttpCode(StatusCode code) {
 
 namespace {
 
-enum class Route { kHealthz, kMetrics, kJobs, kJob, kJobCancel, kNodes };
+enum class Route { kHealthz, kMetrics, kJobs, kJob, kJobCancel, kNodes, kMe, kClusterHistory };
 
 struct RouteMatch {
   Route route;
@@ -47,6 +48,8 @@ std::optional<RouteMatch> MatchRoute(const std::string& path) {
   if (path == "/metrics") return RouteMatch{Route::kMetrics, ""};
   if (path == "/v1/nodes") return RouteMatch{Route::kNodes, ""};
   if (path == "/v1/jobs") return RouteMatch{Route::kJobs, ""};
+  if (path == "/v1/me") return RouteMatch{Route::kMe, ""};
+  if (path == "/v1/cluster/history") return RouteMatch{Route::kClusterHistory, ""};
   constexpr std::string_view kJobsPrefix = "/v1/jobs/";
   if (!StartsWith(path, kJobsPrefix)) return std::nullopt;
   std::vector<std::string> rest = Split(std::string_view(path).substr(kJobsPrefix.size()), '/');
@@ -142,7 +145,14 @@ Result<JobsPage> ParseQuery(const ApiRequest& req, Route route) {
 
 ApiResponse Api::Handle(const ApiRequest& request) const {
   try {
-    return Dispatch(request);
+    ApiResponse r = Dispatch(request);
+    // JSON is never to be read as anything else, and the token's data is
+    // not for caches.
+    bool nosniff = false;
+    for (const auto& [k, v] : r.headers) nosniff = nosniff || k == "X-Content-Type-Options";
+    if (!nosniff) r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    if (StartsWith(request.path, "/v1/")) r.headers.emplace_back("Cache-Control", "no-store");
+    return r;
   } catch (const std::exception& e) {
     // The service must not throw; if it does, the client gets a 500 and the
     // server keeps serving.
@@ -153,6 +163,24 @@ ApiResponse Api::Handle(const ApiRequest& request) const {
 }
 
 ApiResponse Api::Dispatch(const ApiRequest& req) const {
+  // The dashboard's static files (server/dashboard.h): no data, no token.
+  if (const DashboardFile* file = FindDashboardFile(req.path)) {
+    if (req.method != "GET" && req.method != "HEAD") {
+      ApiResponse r = Error(405, "method " + Clip(req.method) + " not allowed on " + req.path + "; allowed: GET");
+      r.headers.emplace_back("Allow", "GET");
+      return r;
+    }
+    ApiResponse r;
+    r.content_type = std::string(file->content_type);
+    r.headers = DashboardHeaders();
+    r.headers.emplace_back("ETag", file->etag);
+    if (!req.if_none_match.empty() && req.if_none_match.find(file->etag) != std::string::npos) {
+      r.code = 304;  // the browser's copy is this one
+      return r;
+    }
+    r.body = std::string(file->body);
+    return r;
+  }
   std::optional<RouteMatch> match = MatchRoute(req.path);
   if (!match) return Error(404, "no such route: " + Clip(req.path));
   const std::string method = req.method == "HEAD" ? "GET" : req.method;
@@ -249,6 +277,13 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
         Json arr = Json::array();
         for (const NodeInfo& n : *nodes) arr.push_back(ToJson(n));
         return Json200(arr);
+      }
+      case Route::kMe:
+        return Json200(Json{{"user", caller->user}, {"admin", caller->admin}});
+      case Route::kClusterHistory: {
+        Result<ClusterHistoryInfo> history = service_.ClusterHistory(*caller);
+        if (!history.ok()) return Error(history.status());
+        return Json200(ToJson(*history));
       }
       case Route::kHealthz:
         break;

@@ -9,6 +9,9 @@
 //   POST   /v1/jobs/{id}/cancel   200 {"id": N, "state": "..."}
 //   DELETE /v1/jobs/{id}          the same as .../cancel
 //   GET    /v1/nodes              200 [NodeInfo, ...]
+//   GET    /v1/cluster/history    200 ClusterHistoryInfo        (GPUs allocated by type over time)
+//   GET    /v1/me                 200 {"user": "...", "admin": false}
+//   GET    /, /dashboard.js, ...  200 the dashboard's files     (no token; server/dashboard.h)
 //
 // Order of checks: unknown path 404; known path, other method 405 (with
 // `Allow`); then every route but /healthz needs `Authorization: Bearer
@@ -16,6 +19,8 @@
 // service is not called; then the request's own checks (id, query, body:
 // 400 naming the field); then the service, whose Status maps to the code
 // (HttpCode). HEAD is answered as GET. Errors are {"error": "message"}.
+// Every response has `X-Content-Type-Options: nosniff`; those under /v1/
+// `Cache-Control: no-store`.
 //
 // Thread-safety: Handle may run on many threads at once; the JobService must
 // be thread-safe.
@@ -37,6 +42,7 @@ struct ApiRequest {
   std::string path;    // URL-decoded, without the query
   std::vector<std::pair<std::string, std::string>> query;  // decoded
   std::string authorization;  // the header's value; "" when absent
+  std::string if_none_match;  // the header's value; "" when absent (the dashboard's files)
   std::string body;
 };
 

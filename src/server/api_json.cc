@@ -50,7 +50,9 @@ Json ToJson(const JobInfo& job) {
               {"submitted", FormatUtc(job.submitted_us)},
               {"started", OptionalTime(job.started_us)},
               {"finished", OptionalTime(job.finished_us)},
-              {"reason", job.reason}};
+              {"reason", job.reason},
+              {"deadline", OptionalTime(job.deadline_us)},
+              {"iterations", job.iterations}};
 }
 
 Json ToJson(const JobDetail& d) {
@@ -97,6 +99,16 @@ Json ToJson(const NodeInfo& n) {
               {"gpus_used", n.gpus_used},
               {"gpus_free", n.gpus > n.gpus_used ? n.gpus - n.gpus_used : 0},
               {"state", n.state}};
+}
+
+Json ToJson(const ClusterHistoryInfo& h) {
+  Json types = Json::array();
+  for (size_t i = 0; i < h.gpu_types.size(); ++i)
+    types.push_back({{"name", h.gpu_types[i]}, {"gpus", i < h.gpus.size() ? h.gpus[i] : 0}});
+  Json samples = Json::array();
+  for (const ClusterHistorySample& s : h.samples)
+    samples.push_back({{"time", FormatUtc(s.time_us)}, {"allocated", s.allocated}});
+  return Json{{"interval_s", h.interval_s}, {"gpu_types", std::move(types)}, {"samples", std::move(samples)}};
 }
 
 std::string DumpJson(const Json& j) { return JsonText(j); }

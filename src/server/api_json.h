@@ -3,7 +3,7 @@
 //
 //   JobInfo:    {"id", "name", "user", "state", "gpu_type", "gpus", "nodes",
 //                "plan", "restarts", "submitted", "started", "finished",
-//                "reason"}
+//                "reason", "deadline", "iterations"}
 //   JobDetail:  JobInfo's fields plus "history" [{"time", "from", "to",
 //                "reason"}], "steps" [{"time", "step", "step_time_s",
 //                "gpu_type", "gpus", "profile"}], "corrections"
@@ -12,9 +12,11 @@
 //                "failures", "launches", "slurm_job_id"
 //   NodeInfo:   {"name", "gpu_type", "gres_type", "gpus", "gpus_used",
 //                "gpus_free", "state"}
+//   ClusterHistoryInfo: {"interval_s", "gpu_types" [{"name", "gpus"}],
+//                "samples" [{"time", "allocated" [GPUs by gpu_types' index]}]}
 //
 // Times are ISO-8601 UTC strings to the second ("2024-05-01T12:00:03Z");
-// absent times are null. Absent values are null rather than "": gpu_type and
+// absent times are null (a job's "deadline" when it has none). Absent values are null rather than "": gpu_type and
 // plan when the job has no allocation, history's "from" for the submission,
 // plan_json (a JSON object, parsed) when there is no plan, slurm_job_id
 // before the first launch. Keys appear in the order above.
@@ -37,6 +39,7 @@ std::string FormatUtc(int64_t time_us);
 nlohmann::ordered_json ToJson(const JobInfo& job);
 nlohmann::ordered_json ToJson(const JobDetail& detail);
 nlohmann::ordered_json ToJson(const NodeInfo& node);
+nlohmann::ordered_json ToJson(const ClusterHistoryInfo& history);
 
 // Serialises compactly; invalid UTF-8 (e.g. from a decoded URL) is replaced
 // with U+FFFD instead of throwing.

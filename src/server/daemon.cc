@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "sched/clock.h"
 #include "sched/loop.h"
 #include "server/auth.h"
+#include "server/cluster_history.h"
 #include "server/http_server.h"
 #include "workload/job_spec.h"
 
@@ -71,6 +73,23 @@ std::string PlanSummary(const std::string& plan_json) {
          num("num_micro_batches") + " " + str("recompute") + " " + str("precision");
 }
 
+// A top-level integer of the stored spec's JSON (workload/job_spec.h's
+// DaemonJobSpecToJson, compact), found without parsing the whole spec (a
+// list of 1,000 jobs reads 1,000 specs). `"key":` with its quotes unescaped
+// is a key (inside a string a quote is \"); followed by a digit it is not
+// one of env's keys (env's values are strings). 0 when absent.
+int64_t SpecInteger(std::string_view spec_json, std::string_view key) {
+  std::string pattern = "\"" + std::string(key) + "\":";
+  for (size_t at = spec_json.find(pattern); at != std::string_view::npos;
+       at = spec_json.find(pattern, at + 1)) {
+    size_t v = at + pattern.size();
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(spec_json.data() + v, spec_json.data() + spec_json.size(), n);
+    if (ec == std::errc()) return n;
+  }
+  return 0;
+}
+
 JobInfo ToInfo(const StoredJob& j) {
   JobInfo i;
   i.id = j.id;
@@ -86,6 +105,9 @@ JobInfo ToInfo(const StoredJob& j) {
   i.started_us = j.started_us;
   i.finished_us = j.finished_us;
   i.reason = j.reason;
+  if (int64_t deadline_s = SpecInteger(j.spec_json, "deadline_s"); deadline_s > 0)
+    i.deadline_us = j.submitted_us + deadline_s * 1'000'000;
+  i.iterations = SpecInteger(j.spec_json, "iterations");
   return i;
 }
 
@@ -149,10 +171,16 @@ struct Daemon::Impl {
   std::atomic<int64_t> decisions{0};
   std::atomic<double> decision_s_sum{0};
   std::atomic<double> last_decision_s{0};
+  // GPUs allocated per type, sampled at the loop's steps (its polls), for
+  // GET /v1/cluster/history.
+  GpuAllocationHistory gpu_history;
+  void RecordGpuHistory() { gpu_history.Record(clock.Now(), backend->GpusAllocatedByType()); }
 
   void RunLoop() {
     int64_t seen = 0;
+    RecordGpuHistory();
     loop->set_after_step([&](SimTime) {
+      RecordGpuHistory();
       if (loop->decisions() != seen) {
         seen = loop->decisions();
         decisions = seen;
@@ -393,6 +421,13 @@ ServiceMetrics Daemon::Metrics() {
   auto totals = reader.RestartAndFailureTotals();
   if (totals.ok()) std::tie(out.restarts, out.failures) = *totals;
   return out;
+}
+
+Result<ClusterHistoryInfo> Daemon::ClusterHistory(const Caller&) {
+  Impl& m = *impl_;
+  std::map<std::string, int64_t> capacity;
+  for (const NodeStatus& n : m.backend->NodeStatuses()) capacity[n.gpu_type] += n.gpus;
+  return m.gpu_history.Snapshot(m.clock.Now(), m.backend->GpusAllocatedByType(), capacity);
 }
 
 }  // namespace tessel

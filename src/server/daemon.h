@@ -57,6 +57,7 @@ class Daemon : public JobService {
   Status Cancel(const Caller& caller, int64_t id) override;
   Result<std::vector<NodeInfo>> Nodes(const Caller& caller) override;
   ServiceMetrics Metrics() override;
+  Result<ClusterHistoryInfo> ClusterHistory(const Caller& caller) override;
   ServiceHealth Health() override;
 
  private:

@@ -312,6 +312,7 @@ void HttpServer::Impl::Serve(const httplib::Request& req, const std::string& bod
   in.path = req.path;
   in.query = QueryOf(req.target);
   in.authorization = req.get_header_value("Authorization");
+  in.if_none_match = req.get_header_value("If-None-Match");
   in.body = body;
   ApiResponse out = api.Handle(in);
   tls_scope.user = out.user;

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "server/api.h"
 #include "server/api_client.h"
 #include "server/metrics.h"
 #include "testing/fake_job_service.h"
@@ -320,7 +321,8 @@ TEST_F(HttpApiTest, BadIdsAre400AndTheServiceIsNotCalled) {
 }
 
 TEST_F(HttpApiTest, UnknownRoutes404WrongMethods405) {
-  for (const std::string path : {"/", "/v1", "/v2/jobs", "/v1/jobs/1/cancel/x", "/v1/jobs/1/stop", "/v1/jobs/"}) {
+  // ("/" is the dashboard: DashboardFilesNeedNoTokenAndCarryTheirPolicy.)
+  for (const std::string path : {"/index.htm", "/v1", "/v2/jobs", "/v1/jobs/1/cancel/x", "/v1/jobs/1/stop", "/v1/jobs/"}) {
     HttpReply r = Send(kAlice, "GET", path);
     EXPECT_EQ(r.code, 404) << path;
     EXPECT_EQ(Error(r), "no such route: " + path);
@@ -416,12 +418,12 @@ TEST_F(HttpApiTest, JsonShapes) {
   for (const auto& [k, v] : jobs[0].items()) keys.push_back(k);
   const std::vector<std::string> kJobKeys = {"id",      "name",     "user",      "state",   "gpu_type",
                                              "gpus",    "nodes",    "plan",      "restarts", "submitted",
-                                             "started", "finished", "reason"};
+                                             "started", "finished", "reason", "deadline", "iterations"};
   EXPECT_EQ(keys, kJobKeys);  // in this order
   EXPECT_EQ(json::parse(jobs[0].dump()), json::parse(R"({"id": 1, "name": "train-gpt", "user": "alice", "state": "running",
       "gpu_type": "a100-80g", "gpus": 16, "nodes": ["node1", "node2"], "plan": "dp=2 tp=8 pp=1 mb=4",
       "restarts": 1, "submitted": "2024-05-01T12:00:03Z", "started": "2024-05-01T12:01:03Z", "finished": null,
-      "reason": "started"})"));
+      "reason": "started", "deadline": null, "iterations": 0})"));
   EXPECT_EQ(jobs[1]["gpu_type"], nullptr);
   EXPECT_EQ(jobs[1]["plan"], nullptr);
   EXPECT_TRUE(jobs[1]["nodes"].is_array() && jobs[1]["nodes"].empty());
@@ -570,6 +572,146 @@ TEST(HttpServerStart, BindErrorsAreClear) {
   EXPECT_EQ(first.Start(taken).code(), StatusCode::kFailedPrecondition);
   first.Stop();
   first.Stop();  // idempotent
+}
+
+// The dashboard (server/dashboard.h): its files need no token, carry the
+// Content-Security-Policy and nosniff, and the API behind them still does.
+TEST_F(HttpApiTest, DashboardFilesNeedNoTokenAndCarryTheirPolicy) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"/", "text/html; charset=utf-8"},
+      {"/index.html", "text/html; charset=utf-8"},
+      {"/dashboard.js", "text/javascript; charset=utf-8"},
+      {"/dashboard.css", "text/css; charset=utf-8"},
+      {"/chart.js", "text/javascript; charset=utf-8"},
+      {"/favicon.svg", "image/svg+xml"}};
+  for (const auto& [path, type] : files) {
+    HttpReply r = Send("", "GET", path);
+    EXPECT_EQ(r.code, 200) << path;
+    EXPECT_EQ(r.Header("Content-Type"), type) << path;
+    EXPECT_FALSE(r.body.empty()) << path;
+    const std::string csp = r.Header("Content-Security-Policy");
+    EXPECT_NE(csp.find("default-src 'self'"), std::string::npos) << path << ": " << csp;
+    EXPECT_NE(csp.find("script-src 'self'"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("unsafe-eval"), std::string::npos) << csp;
+    EXPECT_EQ(csp.find("http"), std::string::npos) << "no other origin: " << csp;
+    EXPECT_NE(csp.find("form-action 'none'"), std::string::npos) << csp;
+    EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+    EXPECT_EQ(r.Header("X-Content-Type-Options"), "nosniff") << path;
+    EXPECT_EQ(r.Header("Referrer-Policy"), "no-referrer") << path;
+  }
+  EXPECT_TRUE(fake_.Calls().empty()) << "static files call no service";
+
+  // The page: no inline script or style, everything from this origin.
+  std::string html = Send("", "GET", "/").body;
+  EXPECT_NE(html.find("<script src=\"/dashboard.js\" defer></script>"), std::string::npos);
+  EXPECT_NE(html.find("<script src=\"/chart.js\" defer></script>"), std::string::npos);
+  std::regex inline_script("<script(?![^>]*\\bsrc=)[^>]*>");
+  EXPECT_FALSE(std::regex_search(html, inline_script)) << "an inline <script>";
+  EXPECT_EQ(html.find("<style"), std::string::npos);
+  EXPECT_EQ(html.find("style="), std::string::npos);
+  std::regex handler("\\son[a-z]+=");
+  EXPECT_FALSE(std::regex_search(html, handler)) << "an inline event handler";
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  // Chart.js is Debian's, as report.html embeds it.
+  EXPECT_NE(Send("", "GET", "/chart.js").body.find("Chart.js v"), std::string::npos);
+  // The script shows what users wrote as text only.
+  std::string js = Send("", "GET", "/dashboard.js").body;
+  EXPECT_EQ(js.find("innerHTML"), std::string::npos);
+  EXPECT_EQ(js.find("outerHTML"), std::string::npos);
+  EXPECT_EQ(js.find("insertAdjacentHTML"), std::string::npos);
+  EXPECT_EQ(js.find("document.write"), std::string::npos);
+  EXPECT_EQ(js.find("eval("), std::string::npos);
+  EXPECT_EQ(js.find("localStorage"), std::string::npos) << "the token stays in sessionStorage";
+  EXPECT_NE(js.find("sessionStorage"), std::string::npos);
+
+  // Revalidation: the same file is a 304 without a body.
+  HttpReply js_reply = Send("", "GET", "/chart.js");
+  const std::string etag = js_reply.Header("ETag");
+  ASSERT_EQ(etag.size(), 18u) << etag;
+  EXPECT_NE(Send("", "GET", "/dashboard.js").Header("ETag"), etag);
+  RequestCounter counter;
+  Api api(fake_, tokens_, counter);
+  ApiRequest again{"GET", "/chart.js", {}, "", ""};
+  again.if_none_match = etag;
+  ApiResponse not_modified = api.Handle(again);
+  EXPECT_EQ(not_modified.code, 304);
+  EXPECT_TRUE(not_modified.body.empty());
+  again.if_none_match = "\"0000000000000000\"";
+  EXPECT_EQ(api.Handle(again).code, 200);
+  EXPECT_EQ(api.Handle(again).body, js_reply.body);
+
+  // HEAD as GET; other methods 405; unknown files 404 (as JSON).
+  HttpReply head = Send("", "HEAD", "/dashboard.css");
+  EXPECT_EQ(head.code, 200);
+  EXPECT_TRUE(head.body.empty());
+  HttpReply post = Send("", "POST", "/", "{}");
+  EXPECT_EQ(post.code, 405);
+  EXPECT_EQ(post.Header("Allow"), "GET");
+  EXPECT_EQ(Send("", "GET", "/dashboard.map").code, 404);
+  EXPECT_EQ(Send("", "GET", "/favicon.ico").code, 404);
+
+  // The data behind the page still needs a token.
+  for (const char* path : {"/v1/jobs", "/v1/nodes", "/v1/me", "/v1/cluster/history", "/metrics"}) {
+    HttpReply r = Send("", "GET", path);
+    EXPECT_EQ(r.code, 401) << path;
+    EXPECT_EQ(r.Header("X-Content-Type-Options"), "nosniff") << path;
+    EXPECT_EQ(Send("wrong-token-0123456789", "GET", path).code, 401) << path;
+  }
+  HttpReply wrong = Send("wrong-token-0123456789", "GET", "/v1/me");
+  EXPECT_EQ(Error(wrong), "invalid token");  // what the sign-in form shows
+  EXPECT_TRUE(fake_.Calls().empty());
+  HttpReply jobs = Send(kAlice, "GET", "/v1/jobs");
+  EXPECT_EQ(jobs.code, 200);
+  EXPECT_EQ(jobs.Header("Content-Type"), "application/json");
+  EXPECT_EQ(jobs.Header("X-Content-Type-Options"), "nosniff");
+  EXPECT_EQ(jobs.Header("Cache-Control"), "no-store");
+  EXPECT_EQ(jobs.Header("Content-Security-Policy"), "");
+}
+
+TEST_F(HttpApiTest, MeSaysWhoTheTokenIs) {
+  EXPECT_EQ(Body(Send(kAlice, "GET", "/v1/me")), json::parse(R"({"user": "alice", "admin": false})"));
+  EXPECT_EQ(Body(Send(kRoot, "GET", "/v1/me")), json::parse(R"({"user": "root", "admin": true})"));
+  EXPECT_EQ(Send(kAlice, "GET", "/v1/me?x=1").code, 400);
+  EXPECT_EQ(Send(kAlice, "POST", "/v1/me", "{}").code, 405);
+  EXPECT_TRUE(fake_.Calls().empty());
+}
+
+TEST_F(HttpApiTest, ClusterHistoryJson) {
+  HttpReply r = Send(kBob, "GET", "/v1/cluster/history");
+  ASSERT_EQ(r.code, 200) << r.body;
+  nlohmann::ordered_json h = nlohmann::ordered_json::parse(r.body);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : h.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"interval_s", "gpu_types", "samples"}));
+  EXPECT_EQ(json::parse(r.body), json::parse(R"({"interval_s": 10,
+      "gpu_types": [{"name": "a100-80g", "gpus": 8}, {"name": "h100-sxm", "gpus": 4}],
+      "samples": [{"time": "2024-05-01T12:00:00Z", "allocated": [0, 0]},
+                  {"time": "2024-05-01T12:00:10Z", "allocated": [6, 0]},
+                  {"time": "2024-05-01T12:00:15Z", "allocated": [6, 4]}]})"));
+  EXPECT_EQ(fake_.Calls(), std::vector<std::string>{"ClusterHistory bob"});
+  fake_.nodes_unavailable = true;
+  EXPECT_EQ(Send(kBob, "GET", "/v1/cluster/history").code, 503);
+  EXPECT_EQ(Send(kBob, "DELETE", "/v1/cluster/history").code, 405);
+}
+
+TEST_F(HttpApiTest, JobDeadlineAndIterations) {
+  JobDetail d;
+  d.job.user = "alice";
+  d.job.name = "<img src=x onerror=alert(1)>";
+  d.job.state = "pending";
+  d.job.submitted_us = 1714564803'000000;
+  d.job.deadline_us = 1714564803'000000 + 3600'000000LL;
+  d.job.iterations = 150;
+  int64_t id = fake_.AddJob(d);
+  json jobs = Body(Send(kAlice, "GET", "/v1/jobs"));
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["deadline"], "2024-05-01T13:00:03Z");
+  EXPECT_EQ(jobs[0]["iterations"], 150);
+  EXPECT_EQ(jobs[0]["name"], "<img src=x onerror=alert(1)>");  // JSON, shown as text by the page
+  json one = Body(Send(kAlice, "GET", "/v1/jobs/" + std::to_string(id)));
+  EXPECT_EQ(one["deadline"], "2024-05-01T13:00:03Z");
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ struct JobInfo {
   std::optional<int64_t> started_us;
   std::optional<int64_t> finished_us;
   std::string reason;  // of the latest transition
+  std::optional<int64_t> deadline_us;  // submitted + the spec's deadline; none without one
+  int64_t iterations = 0;              // the spec's optimizer steps (0: unknown)
 };
 
 // `tessel job ID --json`: the job plus its history, steps and corrections.
@@ -114,6 +116,20 @@ struct ServiceMetrics {
   ServiceHealth slurm;
 };
 
+// GPUs allocated per type over the last hours (GET /v1/cluster/history):
+// the daemon samples them at its polls into a bounded ring
+// (server/cluster_history.h).
+struct ClusterHistorySample {
+  int64_t time_us = 0;
+  std::vector<int64_t> allocated;  // by ClusterHistoryInfo::gpu_types' index
+};
+struct ClusterHistoryInfo {
+  std::vector<std::string> gpu_types;  // catalog names, sorted
+  std::vector<int64_t> gpus;           // each type's GPUs on the current nodes
+  int64_t interval_s = 0;              // between samples
+  std::vector<ClusterHistorySample> samples;  // oldest first; the last one is now
+};
+
 // A page of GET /v1/jobs: `?all=&limit=&after=`.
 inline constexpr int kDefaultJobsPage = 100;  // jobs per page when `limit` is not given
 inline constexpr int kMaxJobsPage = 1000;
@@ -141,6 +157,9 @@ class JobService {
   virtual Status Cancel(const Caller& caller, int64_t id) = 0;
   virtual Result<std::vector<NodeInfo>> Nodes(const Caller& caller) = 0;
   virtual ServiceMetrics Metrics() = 0;
+  // GPUs allocated per type over time; every authenticated caller may see
+  // it (like Nodes).
+  virtual Result<ClusterHistoryInfo> ClusterHistory(const Caller& caller) = 0;
   // Cheap, no store access: what /healthz reports beside "the API answers".
   virtual ServiceHealth Health() { return {}; }
 };

@@ -119,6 +119,19 @@ class FakeJobService : public JobService {
     return m;
   }
 
+  // Two types, three samples; `history_unavailable` makes it fail.
+  Result<ClusterHistoryInfo> ClusterHistory(const Caller& caller) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back("ClusterHistory " + caller.user);
+    if (nodes_unavailable) return Unavailable("slurm: sinfo failed: connection refused");
+    ClusterHistoryInfo h;
+    h.gpu_types = {"a100-80g", "h100-sxm"};
+    h.gpus = {8, 4};
+    h.interval_s = 10;
+    h.samples = {{1714564800'000000, {0, 0}}, {1714564810'000000, {6, 0}}, {1714564815'000000, {6, 4}}};
+    return h;
+  }
+
   ServiceHealth Health() override { return health; }
   ServiceHealth health;  // what Health() reports
 
