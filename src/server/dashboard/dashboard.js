@@ -295,7 +295,7 @@
     if (!j.deadline) return ['', ''];
     var d = parseTime(j.deadline);
     if (j.state === 'completed') return parseTime(j.finished) <= d ? ['met', 'ok'] : ['missed', 'bad'];
-    if (TERMINAL[j.state]) return ['not met (' + j.state + ')', 'bad'];
+    if (TERMINAL[j.state]) return ['not met', 'bad'];  // failed or cancelled
     if (now > d) return ['missed', 'bad'];
     var left = (d - now) / Math.max(1, d - parseTime(j.submitted));
     if (left < 0.1) return ['high', 'bad'];
@@ -366,17 +366,19 @@
       var row = jobRows.get(j.id);
       if (!row) { row = makeRow(j); jobRows.set(j.id, row); }
       seen.add(j.id);
+      // Only the cells whose text or class changed are touched (each second
+      // that is the waiting time of every pending job).
       var cells = jobCells(j, now);
-      var key = cells.map(function (c) { return c[0] + '\u0001' + c[1]; }).join('\u0002');
-      if (key === row.key) return;
-      row.key = key;
+      if (!row.key) row.key = [];
       for (var i = 0; i < cells.length; i++) {
+        var old = row.key[i];
+        if (old && old[0] === cells[i][0] && old[1] === cells[i][1]) continue;
         row.cells[i].textContent = cells[i][0];
         if (i === 1 || i === 10) row.cells[i].title = cells[i][0];  // cut with an ellipsis when long
-        var td = row.cells[i].tagName === 'A' ? row.cells[i].parentNode : row.cells[i];
-        td.className = cells[i][1];
+        var td = i < 2 ? row.cells[i].parentNode : row.cells[i];
+        if (!old || old[1] !== cells[i][1]) td.className = cells[i][1];
+        row.key[i] = cells[i];
       }
-      row.tr.className = 'grid-row row-' + (STATES.indexOf(j.state) >= 0 ? j.state : 'other');
     });
     jobRows.forEach(function (row, id) {
       if (!seen.has(id)) { if (row.tr.parentNode) row.tr.parentNode.removeChild(row.tr); jobRows.delete(id); }
@@ -400,6 +402,7 @@
     table.dataset.prof = [(tA - t0).toFixed(1), (tB - tA).toFixed(1), (performance.now() - tB).toFixed(1)].join(' ');  // the first time, include style and layout
     var ms = performance.now() - t0;
     table.dataset.rows = String(shown.length);
+    table.dataset.renders = String((+table.dataset.renders || 0) + 1);
     table.dataset.renderMs = ms.toFixed(1);
     if (firstJobsRender) {
       firstJobsRender = false;
