@@ -208,5 +208,62 @@ TEST(MetricsTail, ReadsWholeLinesOnlyAndSkipsGarbage) {
   EXPECT_TRUE(u->steps.empty()) << "nothing is read twice";
 }
 
+// A metrics file of garbage, and one that grows without bound: whatever is
+// in it, each read holds at most a chunk and a line (the daemon's memory
+// does not grow with the file), reads at most its budget (the rest comes at
+// the next reads), skips lines too long to be metrics and garbage nested
+// deep, and still finds the real lines among them.
+TEST(MetricsTail, GarbageAndUnboundedFilesAreReadWithinABound) {
+  std::string path = ::testing::TempDir() + "/metrics_tail_garbage.jsonl";
+  std::remove(path.c_str());
+  const std::string step = "{\"step\": 1, \"step_time_s\": 0.5}\n";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << std::string(3 * kMetricsMaxLineBytes, 'x') << "\n"  // one line far too long
+      << step
+      << std::string(100000, '[') << std::string(100000, ']') << "\n"  // nested deep
+      << "[1, 2, 3]\n\"text\"\n{}\n\x01\x02\xff\xfe\n"
+      << "{\"step\": 1e300, \"step_time_s\": 1}\n{\"step\": -1, \"step_time_s\": 1}\n"
+      << "{\"step\": 2, \"step_time_s\": NaN}\n";
+    // More than one read's budget of noise lines, then the job's last lines.
+    std::string noise = "noise " + std::string(1000, 'n') + "\n";
+    for (int64_t written = 0; written < kMetricsReadBudget + 3 * kMetricsChunkBytes; written += noise.size()) f << noise;
+    f << "{\"step\": 2, \"step_time_s\": 0.5}\n{\"event\": \"done\", \"step\": 2}\n"
+      << std::string(2 * kMetricsMaxLineBytes, 'y');  // a long line, not finished
+  }
+  MetricsTail tail(path);
+  auto u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->more) << "more than a read's budget is left";
+  EXPECT_LE(tail.offset(), kMetricsReadBudget);
+  ASSERT_EQ(u->steps.size(), 1u);
+  EXPECT_EQ(u->steps[0].step, 1);
+  EXPECT_GE(u->malformed, 9);
+  EXPECT_FALSE(u->done);
+  std::vector<MetricsStep> later;
+  bool done = false;
+  for (int reads = 0; reads < 10; ++reads) {
+    u = tail.Read();
+    ASSERT_TRUE(u.ok());
+    later.insert(later.end(), u->steps.begin(), u->steps.end());
+    done |= u->done;
+    if (!u->more) break;
+  }
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].step, 2);
+  EXPECT_TRUE(done);
+  // The unfinished long line is skipped as it grows, never held whole.
+  const int64_t size = static_cast<int64_t>(std::filesystem::file_size(path));
+  EXPECT_EQ(tail.offset(), size);
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::app);
+    f << "yyy\n" << step;
+  }
+  u = tail.Read();
+  ASSERT_TRUE(u.ok());
+  ASSERT_EQ(u->steps.size(), 1u);
+  EXPECT_FALSE(u->more);
+}
+
 }  // namespace
 }  // namespace tessel

@@ -12,8 +12,32 @@
 namespace tessel {
 namespace {
 
-// A file may grow without bound; read at most this much per poll.
-constexpr int64_t kMaxReadBytes = 16 << 20;
+// Brackets nested deeper than this are not a metrics line (they are flat
+// objects); refused before parsing, so garbage cannot nest a parse deep.
+constexpr int kMaxNesting = 8;
+
+bool NestsTooDeep(const std::string& line) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : line) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxNesting) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
 
 template <typename T>
 bool GetNumber(const nlohmann::json& j, const char* key, T* out) {
@@ -37,6 +61,10 @@ bool GetNumber(const nlohmann::json& j, const char* key, T* out) {
 
 void ParseMetricsLine(const std::string& line, MetricsUpdate* u) {
   if (line.empty()) return;
+  if (static_cast<int64_t>(line.size()) > kMetricsMaxLineBytes || NestsTooDeep(line)) {
+    ++u->malformed;
+    return;
+  }
   nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     ++u->malformed;
@@ -74,27 +102,53 @@ Result<MetricsUpdate> MetricsTail::Read() {
   std::ifstream f(path_, std::ios::binary);
   if (!f) return u;  // not written yet
   f.seekg(0, std::ios::end);
-  int64_t size = f.tellg();
-  if (size < offset_) offset_ = 0;  // truncated or replaced: read it again
+  const int64_t size = f.tellg();
+  if (size < offset_) {  // truncated or replaced: read it again
+    offset_ = 0;
+    skipping_ = false;
+  }
   if (size == offset_) return u;
-  int64_t want = std::min(size - offset_, kMaxReadBytes);
-  std::string buf(static_cast<size_t>(want), '\0');
+  const int64_t end = std::min(size, offset_ + kMetricsReadBudget);
+  u.more = end < size;
   f.seekg(offset_);
-  f.read(buf.data(), want);
-  if (f.gcount() != want) return Unavailable(path_ + ": read failed: " + std::strerror(errno));
-  size_t start = 0;
-  while (true) {
-    size_t nl = buf.find('\n', start);
-    if (nl == std::string::npos) break;
-    ParseMetricsLine(buf.substr(start, nl - start), &u);
-    start = nl + 1;
+  std::string chunk, line;  // line: the start of a line a chunk cut
+  int64_t pos = offset_;     // file offset of chunk[0]
+  int64_t consumed = offset_;
+  while (pos < end) {
+    const int64_t want = std::min(kMetricsChunkBytes, end - pos);
+    chunk.resize(static_cast<size_t>(want));
+    f.read(chunk.data(), want);
+    if (f.gcount() != want) return Unavailable(path_ + ": read failed: " + std::strerror(errno));
+    size_t start = 0;
+    while (start < chunk.size()) {
+      const size_t nl = chunk.find('\n', start);
+      const size_t stop = nl == std::string::npos ? chunk.size() : nl;
+      if (!skipping_) {
+        if (static_cast<int64_t>(line.size() + (stop - start)) > kMetricsMaxLineBytes) {
+          // Too long for a metrics line: counted, and dropped up to its newline.
+          ++u.malformed;
+          skipping_ = true;
+          line.clear();
+          line.shrink_to_fit();
+        } else {
+          line.append(chunk, start, stop - start);
+        }
+      }
+      if (nl == std::string::npos) break;
+      if (skipping_) {
+        skipping_ = false;
+      } else {
+        ParseMetricsLine(line, &u);
+        line.clear();
+      }
+      consumed = pos + static_cast<int64_t>(nl) + 1;
+      start = nl + 1;
+    }
+    pos += want;
   }
-  if (start == 0 && want == kMaxReadBytes) {
-    // One line longer than a whole read: skip it rather than stall.
-    ++u.malformed;
-    start = buf.size();
-  }
-  offset_ += static_cast<int64_t>(start);
+  // Whole lines are consumed; an unfinished one is read again next time
+  // (the job is writing it), unless it is being skipped (never parsed).
+  offset_ = skipping_ ? pos : consumed;
   return u;
 }
 

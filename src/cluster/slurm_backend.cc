@@ -185,6 +185,68 @@ bool SlurmBackend::Impl::SetState(Tracked& t, JobState to, SimTime now, const st
 }
 
 
+// A job's end: its allocation cleared and its final state stored, then the
+// job dropped (kept in unstored_ends when the store refused for another
+// reason than the job's state).
+void SlurmBackend::Impl::End(Tracked& t, JobState to, SimTime now, const std::string& reason) {
+  Status cleared = store.SetAllocation(t.id, StoredAllocation{}, now);
+  Status ended = store.Transition(t.id, to, now, reason);
+  if (ended.ok()) {
+    t.state = to;
+    if (!cleared.ok() || t.slurm_id_unstored) unstored_ends[t.id] = UnstoredEnd{to, now, reason};
+  } else if (ended.code() != StatusCode::kFailedPrecondition) {
+    // Not a refusal of the change itself (the job was cancelled meanwhile):
+    // the store could not write (a full disk). The job's Slurm job is over;
+    // its end is stored at a later poll.
+    Warn(ended);
+    std::fprintf(stderr, "tessel serve: job %lld: its end (%s) is kept and stored once the store writes again\n",
+                 static_cast<long long>(t.id), JobStateName(to));
+    unstored_ends[t.id] = UnstoredEnd{to, now, reason};
+  }
+  Drop(t);
+}
+
+
+void SlurmBackend::Impl::RetryUnstored() {
+  for (auto it = unstored_ends.begin(); it != unstored_ends.end();) {
+    const int64_t id = it->first;
+    const UnstoredEnd& e = it->second;
+    Status s = store.SetSlurmJob(id, std::nullopt);
+    if (s.ok()) s = store.SetAllocation(id, StoredAllocation{}, e.at);
+    if (s.ok()) {
+      s = store.Transition(id, e.to, e.at, e.reason);
+      // Final already: stored by an earlier try, or cancelled meanwhile.
+      if (s.code() == StatusCode::kFailedPrecondition) s = Status::Ok();
+    }
+    if (!s.ok() && s.code() != StatusCode::kNotFound) {
+      ++it;  // still refused: the next poll tries again
+      continue;
+    }
+    std::fprintf(stderr, "tessel serve: job %lld: its end (%s) is stored now\n", static_cast<long long>(id),
+                 JobStateName(e.to));
+    it = unstored_ends.erase(it);
+  }
+  for (auto& [id, t] : jobs) {
+    if (!t->slurm_id_unstored) continue;
+    std::optional<std::string> sid;
+    if (t->slurm_id) sid = std::to_string(*t->slurm_id);
+    if (store.SetSlurmJob(id, sid).ok()) t->slurm_id_unstored = false;
+  }
+}
+
+
+bool SlurmBackend::Impl::CancelByUs(Tracked& t) {
+  if (!t.slurm_id) return false;
+  Status s = slurm.Cancel(*t.slurm_id);
+  if (!s.ok()) {
+    Warn(s);
+    return false;
+  }
+  t.cancelled_by_us = true;
+  return true;
+}
+
+
 // Whether `p` is the plan `t` runs (without ep when that is unknown).
 bool SlurmBackend::Impl::IsRunningPlan(const Tracked& t, ParallelPlan p) {
   if (!t.plan_known) return false;
@@ -228,14 +290,20 @@ std::string SlurmBackend::Impl::Describe(const Allocation& a) const {
 
 // --- launching ---------------------------------------------------------------
 
-void SlurmBackend::Impl::ReadMetrics(Tracked& t, SimTime now) {
+bool SlurmBackend::Impl::ReadMetrics(Tracked& t, SimTime now) {
   Result<MetricsUpdate> u = t.metrics->Read();
-  if (!u.ok()) return;
+  if (!u.ok()) return false;
   if (u->done) t.done_reported = true;
-  if (u->steps.empty()) return;
+  int64_t bad = u->malformed;
   std::vector<StepSample> samples;
   std::string type = t.running.empty() ? "" : cluster.TypeName(t.running.type);
   for (const MetricsStep& s : u->steps) {
+    // A training step past the job's last one is not the job's progress
+    // (garbage): it must not make the job look done.
+    if (!s.profile && t.dspec.iterations > 0 && s.step > t.dspec.iterations) {
+      ++bad;
+      continue;
+    }
     StepSample o;
     o.time_us = s.time_s > 0 ? static_cast<int64_t>(s.time_s * 1e6) : now;
     o.gpu_type = type;
@@ -250,11 +318,22 @@ void SlurmBackend::Impl::ReadMetrics(Tracked& t, SimTime now) {
       t.recent.push_back(s.step_time_s);
     }
   }
+  if (bad > 0) {
+    // Said once per job, then at each doubling: the file is the job's.
+    if (t.malformed_metrics == 0 || (t.malformed_metrics + bad) / 2 >= t.malformed_metrics) {
+      std::fprintf(stderr, "tessel serve: job %lld: %lld malformed lines of %s skipped so far\n",
+                   static_cast<long long>(t.id), static_cast<long long>(t.malformed_metrics + bad),
+                   t.metrics->path().c_str());
+    }
+    t.malformed_metrics += bad;
+  }
+  if (samples.empty()) return u->more;
   Warn(store.AddStepTimes(t.id, samples).status());
   t.view.done_iterations = std::min(t.view.total_iterations, static_cast<double>(t.last_step));
   if (t.recent.size() > static_cast<size_t>(kCorrectionWindow))
     t.recent.erase(t.recent.begin(), t.recent.end() - kCorrectionWindow);
   Correct(t);
+  return u->more;
 }
 
 
@@ -308,11 +387,19 @@ Status SlurmBackend::Impl::Poll(SimTime now) {
   std::vector<NodeStatus> statuses;
   for (size_t i = 0; i < inv.names.size(); ++i) {
     auto it = by_name.find(inv.names[i]);
+    // New work only where Slurm may start it; running work moves only off a
+    // node that is lost (drained, down, failing: SlurmNode::Lost), not off
+    // one whose slurmd missed a ping or that Slurm does not know yet (its
+    // jobs go on; Slurm declares it down after SlurmdTimeout if it stays so).
     bool ok = it != by_name.end() && it->second->Usable();
+    bool gone = it == by_name.end() || it->second->Lost();
     if (ok != (up[i] != 0)) {
       up[i] = ok ? 1 : 0;
       found.decide = true;
-      if (!ok) NodeLost(static_cast<int>(i), now, it == by_name.end() ? "gone" : it->second->StateString());
+    }
+    if (gone != (lost[i] != 0)) {
+      lost[i] = gone ? 1 : 0;
+      if (gone) NodeLost(static_cast<int>(i), now, it == by_name.end() ? "gone" : it->second->StateString());
     }
     slurm_used[i] = 0;
     NodeStatus st;
@@ -331,6 +418,7 @@ Status SlurmBackend::Impl::Poll(SimTime now) {
   }
   auto sjobs = slurm.ListJobs(kNamePrefix);
   if (!sjobs.ok()) return sjobs.status();
+  slurm_reachable = true;  // before what this poll may launch (Ended)
   std::map<SlurmJobId, const SlurmJob*> by_id;
   for (const SlurmJob& j : *sjobs) by_id[j.id] = &j;
   std::vector<Tracked*> list;
@@ -354,8 +442,13 @@ Status SlurmBackend::Impl::Poll(SimTime now) {
       SetState(*t, JobState::kRunning, now, "running as Slurm job " + std::to_string(*t->slurm_id));
     }
     if (t->stop_asked != kNever && now - t->stop_asked > opt.stop_timeout && !t->cancelled_by_us) {
-      Warn(slurm.Cancel(*t->slurm_id));
-      t->cancelled_by_us = true;
+      // Asked to stop (SIGUSR1) and still running after --stop-timeout:
+      // cancelled (SIGTERM, then SIGKILL after Slurm's KillWait); it
+      // relaunches from its latest checkpoint. Retried at the next poll if
+      // scancel failed.
+      std::fprintf(stderr, "tessel serve: job %lld did not stop within %.0f s of being asked; cancelling Slurm job %lld\n",
+                   static_cast<long long>(t->id), ToSeconds(opt.stop_timeout), static_cast<long long>(*t->slurm_id));
+      CancelByUs(*t);
     }
     ReadMetrics(*t, now);
   }
@@ -475,9 +568,16 @@ Result<BackendEvents> SlurmBackend::Advance(SimTime now) {
   m.DrainInbox(now);
   if (now >= m.next_poll) {
     ++m.processed;
+    const bool was_reachable = m.slurm_reachable;
     Status s = m.Poll(now);
     m.next_poll = now + m.opt.poll_interval;
     if (!s.ok()) std::fprintf(stderr, "tessel serve: polling Slurm: %s\n", s.ToString().c_str());
+    m.RetryUnstored();
+    if (s.ok() && !was_reachable) {
+      std::fprintf(stderr, "tessel serve: Slurm is reachable again\n");
+      m.found.decide = true;  // what waited for Slurm (launches) is decided again
+    }
+    m.slurm_reachable = s.ok();
     std::lock_guard<std::mutex> lock(m.status_mu);
     if (s.ok()) {
       m.reach = SlurmReach{};
@@ -520,9 +620,7 @@ Status SlurmBackend::Apply(const Decision& d, SimTime now) {
     Tracked* t = m.ByIndex(idx);
     if (t == nullptr) continue;
     if (t->slurm_id) m.Warn(m.slurm.Cancel(*t->slurm_id));
-    m.Warn(m.store.SetAllocation(t->id, StoredAllocation{}, now));
-    m.SetState(*t, JobState::kFailed, now, "rejected by the policy: " + why);
-    m.Drop(*t);
+    m.End(*t, JobState::kFailed, now, "rejected by the policy: " + why);
   }
   std::map<int, const std::vector<PlanChoice>*> plans;
   for (const auto& [idx, set] : d.plans) plans[idx] = &set;
@@ -539,8 +637,7 @@ Status SlurmBackend::Apply(const Decision& d, SimTime now) {
     if (!alloc.empty()) {
       Result<ParallelPlan> p = m.PlanFor(*t, alloc, set);
       if (!p.ok()) {
-        m.SetState(*t, JobState::kFailed, now, p.status().message());
-        m.Drop(*t);
+        m.End(*t, JobState::kFailed, now, p.status().message());
         continue;
       }
       plan = *p;

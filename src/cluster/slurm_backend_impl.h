@@ -75,6 +75,9 @@ struct Tracked {
   JobView view;
   JobState state = JobState::kPending;
   std::optional<SlurmJobId> slurm_id;
+  // The store's Slurm id may differ from slurm_id: its write was refused (a
+  // full disk). Written again at each poll until the store takes it.
+  bool slurm_id_unstored = false;
   int launch = 0;     // launches so far
   int failures = 0;   // launches that failed on their own
   // The allocation the current Slurm job holds (empty when none runs).
@@ -92,6 +95,7 @@ struct Tracked {
   SimTime stop_asked = kNever;
   bool cancelled_by_us = false;
   std::unique_ptr<MetricsTail> metrics;
+  int64_t malformed_metrics = 0;  // lines of its metrics file skipped so far
   std::vector<double> recent;  // latest step times on the running allocation
   int64_t last_step = -1;
   SimTime touched = kNever;  // attained service counted up to here
@@ -115,7 +119,8 @@ struct SlurmBackend::Impl {
   std::map<int64_t, std::unique_ptr<Tracked>> jobs;  // by id
   std::vector<const JobView*> active;                // sorted by index
   std::vector<int> free;
-  std::vector<uint8_t> up;
+  std::vector<uint8_t> up;    // Slurm may start new work there (SlurmNode::Usable)
+  std::vector<uint8_t> lost;  // its jobs were told to move (SlurmNode::Lost, or gone)
   std::vector<int> slurm_used;  // GPUs Slurm counts as used, per node
   SimTime next_poll = 0;
   int64_t processed = 0;
@@ -130,6 +135,21 @@ struct SlurmBackend::Impl {
   std::map<std::string, int64_t> allocated_by_type;
 
   BackendEvents found;
+  // Whether the latest poll reached Slurm (the loop thread's copy of
+  // reach.reachable): while it did not, nothing is launched (an sbatch would
+  // fail and send the job back to pending, over and over); the first poll
+  // that reaches it again asks for a decision.
+  bool slurm_reachable = true;
+
+  // Ends of jobs (completed, failed) the store refused to record (a full
+  // disk): the job is no longer tracked (its Slurm job is over), and the end
+  // is written again at each poll until the store takes it.
+  struct UnstoredEnd {
+    JobState to;
+    SimTime at;
+    std::string reason;
+  };
+  std::map<int64_t, UnstoredEnd> unstored_ends;
   SlurmBackend::SlurmReach reach;  // guarded by status_mu
 
   Impl(SlurmClient& s, Store& st, const SlurmInventory& i, CorrectedThroughput& b, const PolicyTraits& t,
@@ -137,6 +157,7 @@ struct SlurmBackend::Impl {
       : slurm(s), store(st), inv(i), cluster(i.cluster), belief(b), traits(t), opt(std::move(o)) {
     free.resize(cluster.nodes().size());
     up.assign(cluster.nodes().size(), 1);
+    lost.assign(cluster.nodes().size(), 0);
     slurm_used.assign(cluster.nodes().size(), 0);
   }
 
@@ -156,6 +177,15 @@ struct SlurmBackend::Impl {
   // False when the store refused (the job was cancelled meanwhile: its
   // cancellation is in the inbox and ends it at the next step).
   bool SetState(Tracked& t, JobState to, SimTime now, const std::string& reason);
+
+  // A job's end: its allocation cleared and its final state stored, then
+  // the job dropped. When the store refuses for another reason than the
+  // job's state (it was cancelled meanwhile), e.g. a full disk, the job is
+  // dropped all the same and the end kept in unstored_ends.
+  void End(Tracked& t, JobState to, SimTime now, const std::string& reason);
+
+  // Writes again what the store refused before (unstored_ends, Slurm ids).
+  void RetryUnstored();
 
   // Loads a job from the store into tracking (pending, not yet active).
   Result<Tracked*> Load(int64_t id);
@@ -216,9 +246,15 @@ struct SlurmBackend::Impl {
   // `slurm_state`: how Slurm last showed the job (kUnknown: it forgot it).
   void Ended(Tracked& t, SimTime now, SlurmJobState slurm_state);
 
+  // Cancels t's Slurm job, asked by us (cancelled_by_us); false, logged,
+  // when scancel failed (Slurm unreachable): the caller tries again later.
+  bool CancelByUs(Tracked& t);
+
   // --- what jobs report -----------------------------------------------------------
 
-  void ReadMetrics(Tracked& t, SimTime now);
+  // Reads what the job appended to its metrics file (at most
+  // MetricsTail's bound per call); true when more is left to read.
+  bool ReadMetrics(Tracked& t, SimTime now);
 
   // The belief's correction for this job from its latest steps (the first
   // step of a launch is warm-up and skipped when there are others): the

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cluster/fake_command_runner.h"
+#include "cluster/faulty_disk_test_util.h"
 #include "cluster/launch.h"
 #include "workload/job_spec.h"
 #include "policy/policy_test_util.h"
@@ -500,6 +501,186 @@ TEST_F(SlurmBackendTest, ARestartWhileProfilingAdoptsEachRunByNameAndStartsNoneT
 
 // A poll that cannot reach Slurm marks it unreachable from that instant
 // (kept through further failures), and the next good poll clears it.
+// sinfo_idle.json with node `name` in `state` and `flags` (as Slurm shows a
+// node whose slurmd missed a ping, or a drained one).
+std::string NodesWith(const std::string& name, const std::string& state, const std::vector<std::string>& flags) {
+  nlohmann::json q = nlohmann::json::parse(Recorded("sinfo_idle.json"));
+  for (auto& n : q["nodes"]) {
+    if (n["name"] != name) continue;
+    n["state"] = state;
+    n["state_flags"] = flags;
+  }
+  return q.dump();
+}
+
+// A full disk under the state directory while a job ends: the daemon goes
+// on (no error out of Advance), the job leaves tracking, and its completion,
+// refused by the store, is stored at the first poll after space returns.
+TEST_F(SlurmBackendTest, AnEndTheStoreRefusesIsStoredOnceItWritesAgain) {
+  testing_util::FaultyDisk disk;
+  store_ = Store::Open(dir_ + "/tessel.db").value();  // through the faulty disk
+  int64_t id = AddJob(1);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
+  ASSERT_EQ(store_->Job(id)->slurm_job_id, "5");
+  disk.Set(testing_util::DiskFault::kFull);
+  EndLaunch(backend, fake_, jd, 10, /*done=*/true, 0);
+  EXPECT_FALSE(backend.HasActiveJobs());
+  auto row = store_->Job(id);
+  ASSERT_TRUE(row.ok()) << "reads go on: " << row.status().ToString();
+  EXPECT_EQ(row->state, JobState::kStarting) << "nothing stored while the disk is full";
+  for (int t : {21, 22}) {  // still full: tried again at each poll, quietly
+    fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+    fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+    ASSERT_TRUE(backend.Advance(Seconds(t)).ok());
+  }
+  EXPECT_EQ(store_->Job(id)->state, JobState::kStarting);
+  disk.Set(testing_util::DiskFault::kNone);
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(23)).ok());
+  row = store_->Job(id);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->state, JobState::kCompleted);
+  EXPECT_EQ(row->finished_us, Seconds(20)) << "the end is stored as of when it happened";
+  EXPECT_FALSE(row->slurm_job_id.has_value());
+  EXPECT_EQ(row->allocation.gpus, 0);
+  std::vector<JobState> states;
+  for (const auto& t : store_->History(id).value()) states.push_back(t.to);
+  EXPECT_EQ(states, (std::vector<JobState>{JobState::kPending, JobState::kStarting, JobState::kCompleted}));
+  EXPECT_TRUE(store_->CheckIntegrity().ok());
+  store_.reset();  // closed while the faulty VFS is still there
+}
+
+// slurmctld down: a decision to launch stores and submits nothing (the job
+// stays pending, no sbatch that would fail and count a launch); the first
+// poll that reaches Slurm again asks for a decision, which launches it.
+TEST_F(SlurmBackendTest, NothingIsLaunchedWhileSlurmIsUnreachable) {
+  int64_t id = AddJob(1);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  fake_.InAnyOrder();
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Recover(Seconds(10)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(11)).ok());
+  fake_.Expect({"sinfo", "--json"}).ExitCode(1).Stderr("sinfo: error: Unable to contact slurm controller\n");
+  ASSERT_TRUE(backend.Advance(Seconds(12)).ok());
+  Snapshot snap;
+  backend.Observe(Seconds(12), &snap);
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  Decision d;
+  d.assign = {{snap.jobs[0]->index, Allocation{inv_->cluster.FindType("a100-80g"), {{0, 1}}}}};
+  ASSERT_TRUE(backend.Apply(d, Seconds(12)).ok());  // no sbatch expected
+  auto row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kPending);
+  EXPECT_EQ(row.launch_count, 0);
+  EXPECT_EQ(row.allocation.gpus, 0);
+  backend.Observe(Seconds(12), &snap);
+  EXPECT_TRUE(snap.jobs[0]->alloc.empty());
+  // Slurm is back: a decision is asked for, and it launches.
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  auto ev = backend.Advance(Seconds(13));
+  ASSERT_TRUE(ev.ok());
+  EXPECT_TRUE(ev->decide);
+  std::string jd = dir_ + "/jobs/" + std::to_string(id);
+  fake_.Expect({"sbatch", "--parsable", "--job-name=tessel-" + std::to_string(id), "--nodes=1", "--nodelist=n1",
+                "--ntasks-per-node=1", "--gpus-per-task=a100:1", "--gpu-bind=per_task:1", "--no-requeue",
+                "--chdir=" + jd, "--output=" + jd + "/slurm.0.out", "--export=ALL", jd + "/batch.0.sh"})
+      .Stdout("5\n");
+  backend.Observe(Seconds(13), &snap);
+  ASSERT_TRUE(backend.Apply(d, Seconds(13)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kStarting);
+  EXPECT_EQ(store_->Job(id)->launch_count, 1);
+}
+
+// A node whose slurmd missed a ping (NOT_RESPONDING) gets no new work, but
+// the job running there is neither stopped nor moved; a drained node's job
+// is asked to stop (SIGUSR1), and cancelled once it has not stopped within
+// the stop timeout, once: not again while Slurm ends it.
+TEST_F(SlurmBackendTest, AMissedPingKeepsTheJobADrainStopsItAndEscalatesOnce) {
+  int64_t id = AddJob(1);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackendOptions o = Options();
+  o.stop_timeout = Seconds(30);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, o);
+  std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
+  const std::string name = "tessel-" + std::to_string(id);
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"NOT_RESPONDING"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(20)).ok());  // no scancel expected
+  Snapshot snap;
+  backend.Observe(Seconds(20), &snap);
+  EXPECT_EQ(snap.free_gpus[0], 0) << "no new work on a node that does not answer";
+  EXPECT_EQ(snap.jobs[0]->alloc.parts.size(), 1u) << "the job keeps its GPUs";
+  EXPECT_EQ(store_->Job(id)->state, JobState::kRunning);
+  // It answers again, then is drained: asked to stop.
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(21)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));  // the signal checks it runs
+  fake_.Expect({"scancel", "--signal=USR1", "5"});
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(22)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kReconfiguring);
+  // It ignores the signal: within the timeout nothing more; past it one
+  // scancel (failing the first time: Slurm unreachable, tried again).
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(50)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  fake_.Expect({"scancel", "5"}).ExitCode(1).Stderr("scancel: error: Unable to contact slurm controller\n");
+  ASSERT_TRUE(backend.Advance(Seconds(53)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  fake_.Expect({"scancel", "5"});
+  ASSERT_TRUE(backend.Advance(Seconds(54)).ok());
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "mixed", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(RunningQueue({{5, name}}));
+  ASSERT_TRUE(backend.Advance(Seconds(55)).ok());  // no second scancel
+  // Slurm ended it (killed: no exit file): it waits for GPUs, not failed.
+  fake_.Expect({"sinfo", "--json"}).Stdout(NodesWith("n1", "idle", {"DRAIN"}));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(56)).ok());
+  auto row = store_->Job(id).value();
+  EXPECT_EQ(row.state, JobState::kPending);
+  EXPECT_EQ(row.failures, 0);
+  EXPECT_NE(row.reason.find("cancelled after not stopping in time"), std::string::npos) << row.reason;
+}
+
+// Garbage in a job's metrics file never counts as its progress: a step
+// beyond its iterations is skipped, so a stop at a checkpoint does not make
+// it look completed.
+TEST_F(SlurmBackendTest, AStepBeyondTheJobsIterationsIsNotProgress) {
+  int64_t id = AddJob(1);
+  SlurmClient client(fake_);
+  EstimatorThroughput est(inv_->cluster, PlanMode::kBest);
+  CorrectedThroughput belief(est);
+  SlurmBackend backend(client, *store_, *inv_, belief, PolicyTraits{}, Options());
+  std::string jd = LaunchOnOneGpu(backend, fake_, *inv_, dir_, id);
+  {
+    std::ofstream m(jd + "/metrics.jsonl");
+    m << "{\"step\": 1, \"step_time_s\": 0.5}\n{\"step\": 1000000000, \"step_time_s\": 0.5}\n\x01garbage\n";
+  }
+  std::ofstream(jd + "/exit.0") << kExitCheckpointed << "\n";
+  fake_.Expect({"sinfo", "--json"}).Stdout(Recorded("sinfo_idle.json"));
+  fake_.Expect({"squeue", "--json"}).Stdout(Recorded("squeue_empty.json"));
+  ASSERT_TRUE(backend.Advance(Seconds(20)).ok());
+  EXPECT_EQ(store_->Job(id)->state, JobState::kPending);
+  EXPECT_EQ(store_->Steps(id, 100)->size(), 1u);
+}
+
 TEST_F(SlurmBackendTest, SlurmReachabilityFollowsThePolls) {
   SlurmClient client(fake_);
   EstimatorThroughput est(inv_->cluster, PlanMode::kBest);

@@ -82,6 +82,7 @@ struct NodeCase {
   const char* name;
   const char* state;  // StateString()
   bool usable;
+  bool lost;  // its jobs must move (not merely no new work)
   int alloc_cpus;
   const char* gpu_type;
   int gpus_used;
@@ -93,14 +94,15 @@ TEST_F(SlurmClientTest, ListNodesStateCombinations) {
   auto nodes = client_.ListNodes();
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
   const NodeCase cases[] = {
-      {"n1", "ALLOCATED", true, 4, "a100", 2, ""},
-      {"n2", "ALLOCATED+DRAIN", false, 4, "a100", 2, "tessel: drain under a job"},
-      {"n3", "IDLE+DRAIN", false, 0, "a100", 0, "tessel: maintenance"},
-      {"n4", "IDLE", true, 0, "a100", 0, ""},
-      {"n5", "MIXED", true, 2, "v100", 2, ""},
-      {"n6", "MIXED", true, 1, "v100", 1, ""},
-      {"n7", "DOWN", false, 0, "v100", 0, "tessel: fake failure"},
-      {"n8", "IDLE+NOT_RESPONDING", false, 0, "v100", 0, ""},
+      {"n1", "ALLOCATED", true, false, 4, "a100", 2, ""},
+      {"n2", "ALLOCATED+DRAIN", false, true, 4, "a100", 2, "tessel: drain under a job"},
+      {"n3", "IDLE+DRAIN", false, true, 0, "a100", 0, "tessel: maintenance"},
+      {"n4", "IDLE", true, false, 0, "a100", 0, ""},
+      {"n5", "MIXED", true, false, 2, "v100", 2, ""},
+      {"n6", "MIXED", true, false, 1, "v100", 1, ""},
+      {"n7", "DOWN", false, true, 0, "v100", 0, "tessel: fake failure"},
+      // A missed ping: no new work there, but its jobs are not moved.
+      {"n8", "IDLE+NOT_RESPONDING", false, false, 0, "v100", 0, ""},
   };
   ASSERT_EQ(nodes->size(), std::size(cases));
   for (const NodeCase& c : cases) {
@@ -108,6 +110,7 @@ TEST_F(SlurmClientTest, ListNodesStateCombinations) {
     const SlurmNode& n = Node(*nodes, c.name);
     EXPECT_EQ(n.StateString(), c.state);
     EXPECT_EQ(n.Usable(), c.usable);
+    EXPECT_EQ(n.Lost(), c.lost);
     EXPECT_EQ(n.alloc_cpus, c.alloc_cpus);
     ASSERT_EQ(n.gpus.size(), 1u);
     EXPECT_EQ(n.gpus[0], (SlurmGpus{c.gpu_type, 2, c.gpus_used}));

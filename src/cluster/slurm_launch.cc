@@ -69,6 +69,9 @@ Result<SubmitRequest> SlurmBackend::Impl::Prepare(const LaunchSpec& ls, const st
 // `starting` job without a Slurm id, which Recover relaunches (or adopts,
 // if Slurm has it under the job's name).
 Status SlurmBackend::Impl::Launch(Tracked& t, const Allocation& alloc, const ParallelPlan& plan, SimTime now) {
+  // Slurm unreachable at the latest poll: the job stays pending (nothing
+  // stored, nothing submitted) and is decided again once a poll reaches it.
+  if (!slurm_reachable) return Status::Ok();
   std::error_code ec;
   fs::create_directories(JobDir(t.id), ec);
   fs::create_directories(CheckpointDir(t), ec);
@@ -101,8 +104,7 @@ Status SlurmBackend::Impl::Launch(Tracked& t, const Allocation& alloc, const Par
   if (!req.ok() && req.status().code() == StatusCode::kInvalidArgument) {
     // The job's framework cannot express the plan (PlanFor checks first,
     // so a plan stored before it): this job fails, the loop goes on.
-    SetState(t, JobState::kFailed, now, req.status().message());
-    Drop(t);
+    End(t, JobState::kFailed, now, req.status().message());
     return Status::Ok();
   }
   if (!req.ok()) return req.status();
@@ -134,7 +136,13 @@ Status SlurmBackend::Impl::Launch(Tracked& t, const Allocation& alloc, const Par
     return Status::Ok();
   }
   FaultPoint("launch.after-sbatch");
-  TESSEL_RETURN_IF_ERROR(store.SetSlurmJob(t.id, std::to_string(*id)));
+  // Submitted: from here on the job runs whatever the store says. A refused
+  // write (a full disk) is written again at the next polls; a crash before
+  // it lands is the launch.after-sbatch case (Recover adopts it by name).
+  if (Status stored = store.SetSlurmJob(t.id, std::to_string(*id)); !stored.ok()) {
+    Warn(stored);
+    t.slurm_id_unstored = true;
+  }
   t.slurm_id = *id;
   t.running = alloc;
   t.plan = plan;
@@ -187,9 +195,9 @@ void SlurmBackend::Impl::Reconfigure(Tracked& t, const Allocation& next, std::op
   t.view.alloc_since = now;
   if (t.stop_asked == kNever && t.slurm_id) {
     if (t.state == JobState::kStarting) {
-      // Not running yet: nothing to checkpoint.
-      Warn(slurm.Cancel(*t.slurm_id));
-      t.cancelled_by_us = true;
+      // Not running yet: nothing to checkpoint. (If scancel fails, the
+      // stop timeout cancels it.)
+      CancelByUs(t);
     } else {
       Warn(slurm.Signal(*t.slurm_id, "USR1"));
       FaultPoint("reconfigure.after-signal");
@@ -212,11 +220,15 @@ std::optional<int> SlurmBackend::Impl::ReadExit(int64_t id, int launch) const {
 
 // `slurm_state`: how Slurm last showed the job (kUnknown: it forgot it).
 void SlurmBackend::Impl::Ended(Tracked& t, SimTime now, SlurmJobState slurm_state) {
-  ReadMetrics(t, now);
+  // What it wrote last (its "done", its last step), a bounded backlog at most.
+  for (int reads = 0; reads < 8 && ReadMetrics(t, now); ++reads) {
+  }
   std::optional<int> rc = ReadExit(t.id, t.launch - 1);
   bool node_lost = slurm_state == SlurmJobState::kNodeFail || slurm_state == SlurmJobState::kBootFail;
   t.slurm_id.reset();
-  Warn(store.SetSlurmJob(t.id, std::nullopt));
+  Status cleared = store.SetSlurmJob(t.id, std::nullopt);
+  Warn(cleared);
+  t.slurm_id_unstored = !cleared.ok();
   t.running = Allocation{};
   t.plan_known = false;
   t.stop_asked = kNever;
@@ -230,9 +242,7 @@ void SlurmBackend::Impl::Ended(Tracked& t, SimTime now, SlurmJobState slurm_stat
   bool last_step_reported = t.dspec.iterations > 0 && t.last_step >= t.dspec.iterations;
   if ((rc && *rc == 0) || t.done_reported || (rc && *rc == kExitCheckpointed && last_step_reported)) {
     FaultPoint("complete.before-store");
-    Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
-    SetState(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
-    Drop(t);
+    End(t, JobState::kCompleted, now, "finished all " + std::to_string(t.dspec.iterations) + " iterations");
     return;
   }
   bool checkpointed = rc && *rc == kExitCheckpointed;
@@ -240,12 +250,10 @@ void SlurmBackend::Impl::Ended(Tracked& t, SimTime now, SlurmJobState slurm_stat
     ++t.failures;
     Warn(store.AddCounters(t.id, CounterDelta{0, 1, 0}));
     if (t.failures >= opt.max_failures) {
-      Warn(store.SetAllocation(t.id, StoredAllocation{}, now));
-      SetState(t, JobState::kFailed, now,
+      End(t, JobState::kFailed, now,
                "launch " + std::to_string(t.launch - 1) + " ended with " +
                    (rc ? "exit code " + std::to_string(*rc) : std::string("Slurm state ") + SlurmJobStateName(slurm_state)) + " (" +
                    std::to_string(t.failures) + " failures; see " + JobDir(t.id) + "/slurm.*.out)");
-      Drop(t);
       return;
     }
   }
@@ -262,8 +270,11 @@ void SlurmBackend::Impl::Ended(Tracked& t, SimTime now, SlurmJobState slurm_stat
     bool free_now = true;
     for (const Placement& part : next.parts) free_now &= up[part.node] != 0;
     if (p.ok() && free_now) {
+      const int64_t id = t.id;
       Status s = Launch(t, next, *p, now);
-      if (s.ok()) return;
+      if (jobs.count(id) == 0) return;  // ended: its framework cannot express the plan
+      if (s.ok() && t.slurm_id) return;
+      // Not submitted (the store or Slurm refused): pending, decided again.
     }
   }
   t.next.reset();

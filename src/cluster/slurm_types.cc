@@ -78,6 +78,16 @@ bool SlurmNode::Usable() const {
   return up;
 }
 
+bool SlurmNode::Lost() const {
+  if (state == SlurmNodeState::kDown || state == SlurmNodeState::kError || state == SlurmNodeState::kFuture)
+    return true;
+  for (const char* bad : {"DRAIN", "FAIL", "MAINTENANCE", "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN",
+                          "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG"}) {
+    if (HasFlag(bad)) return true;
+  }
+  return false;
+}
+
 std::string SlurmNode::StateString() const {
   std::string s = ToUpper(SlurmNodeStateName(state));
   for (const auto& f : flags) s += "+" + f;

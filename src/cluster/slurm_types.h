@@ -57,6 +57,13 @@ struct SlurmNode {
   // Whether Slurm may start new work here: up (idle/mixed/allocated) and not
   // drained, failing, in maintenance or unreachable.
   bool Usable() const;
+  // Whether the work on it must move: down, failed or future, or drained,
+  // failing, in maintenance, powered down, rebooting or invalid. Not lost:
+  // a node up but not responding (its slurmd missed a ping: its jobs may
+  // well run on; Slurm declares it down after SlurmdTimeout), nor one whose
+  // state Slurm does not know (yet: just after slurmctld restarted). Such a
+  // node is not Usable either: no new work goes there meanwhile.
+  bool Lost() const;
   // "ALLOCATED+DRAIN", the way scontrol prints state and flags.
   std::string StateString() const;
   int TotalGpus() const;

@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -149,6 +151,13 @@ constexpr JobState kStates[] = {
 };
 
 std::string JobLabel(int64_t id) { return "job " + std::to_string(id); }
+
+// The directory holding the database file (the daemon's --state-dir).
+std::string StateDirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 }  // namespace
 
@@ -306,6 +315,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     }
   }
   TESSEL_RETURN_IF_ERROR(store->Exec("PRAGMA synchronous = FULL"));
+  // The WAL is cut back to what its latest transaction needs each time it
+  // starts over after a checkpoint, instead of keeping its high-water size
+  // (up to ~4 MB at the default auto-checkpoint): it holds no space the
+  // state directory's disk could use, and a full disk is refused at the next
+  // write rather than only once that slack is used up.
+  TESSEL_RETURN_IF_ERROR(store->Exec("PRAGMA journal_size_limit = 0"));
   TESSEL_RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys = ON"));
   TESSEL_RETURN_IF_ERROR(store->Migrate());
   return store;
@@ -334,6 +349,21 @@ Store::~Store() {
 Status Store::Error(int rc, std::string_view what) const {
   std::string msg = "state database " + path_ + ": " + std::string(what) + ": " +
                     sqlite3_errmsg(db_);
+  // A full disk says so, naming the directory to free space in: SQLite
+  // reports it as SQLITE_FULL, or as an I/O error whose errno is ENOSPC or
+  // EDQUOT (a write or a WAL/shm extension). Nothing of the failed
+  // statement or transaction is stored; the caller may retry once there is
+  // space again.
+  const int sys = sqlite3_system_errno(db_);
+  if ((rc & 0xff) == SQLITE_FULL || ((rc & 0xff) == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT))) {
+    return Unavailable("state directory " + StateDirOf(path_) + ": disk full: " + std::string(what) +
+                       " failed (" + sqlite3_errmsg(db_) + "); free space there and retry");
+  }
+  if ((rc & 0xff) == SQLITE_IOERR) {
+    return Unavailable("state directory " + StateDirOf(path_) + ": I/O error (is the disk full or failing?): " +
+                       std::string(what) + " failed (" + sqlite3_errmsg(db_) +
+                       (sys != 0 ? std::string(": ") + std::strerror(sys) : std::string()) + ")");
+  }
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
       return InvalidArgument("state database " + path_ +

@@ -1,5 +1,7 @@
 #include "cluster/store.h"
 
+#include "cluster/faulty_disk_test_util.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -619,6 +621,54 @@ TEST(StoreTest, GarbageFileIsRefusedNamingThePath) {
   EXPECT_EQ(missing_dir.status().message(), "state database " + dir.File("no/such/dir/state.db") +
                                                 ": cannot open: unable to open database file");
 }
+
+// A full disk under the state directory: every write is refused as
+// Unavailable naming the directory and "disk full", nothing of it is half
+// stored, reads go on, and writes work again once there is space.
+TEST(StoreTest, AFullDiskRefusesWritesAsUnavailableAndKeepsNothingHalfStored) {
+  for (testing_util::DiskFault fault : {testing_util::DiskFault::kFull, testing_util::DiskFault::kIoErrorEnospc}) {
+    SCOPED_TRACE(fault == testing_util::DiskFault::kFull ? "SQLITE_FULL" : "SQLITE_IOERR_WRITE with ENOSPC");
+    TempDir dir;
+    std::string path = dir.File("tessel.db");
+    testing_util::FaultyDisk disk;
+    auto store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    int64_t a = AddOrDie(*store, MakeJob("a"));
+    ASSERT_TRUE(store->Transition(a, JobState::kRunning, 2'000'000, "running").ok());
+
+    disk.Set(fault);
+    auto refused = store->AddJob(MakeJob("b"));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+    const std::string& msg = refused.status().message();
+    EXPECT_NE(msg.find("disk full"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("state directory " + fs::path(path).parent_path().string()), std::string::npos) << msg;
+    Status t = store->Transition(a, JobState::kCompleted, 3'000'000, "finished");
+    EXPECT_EQ(t.code(), StatusCode::kUnavailable) << t.ToString();
+    EXPECT_NE(t.message().find("disk full"), std::string::npos) << t.ToString();
+    EXPECT_EQ(store->SetSlurmJob(a, "42").code(), StatusCode::kUnavailable);
+    // Reads go on, and show nothing of the refused writes.
+    auto jobs = store->Jobs(JobFilter{std::nullopt, /*include_terminal=*/true});
+    ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+    ASSERT_EQ(jobs->size(), 1u);
+    EXPECT_EQ((*jobs)[0].state, JobState::kRunning);
+    EXPECT_FALSE((*jobs)[0].slurm_job_id.has_value());
+    EXPECT_EQ(store->History(a)->size(), 2u);
+
+    disk.Set(testing_util::DiskFault::kNone);  // space again: the same writes succeed
+    int64_t b = AddOrDie(*store, MakeJob("b"));
+    EXPECT_EQ(b, a + 1);
+    EXPECT_TRUE(store->Transition(a, JobState::kCompleted, 3'000'000, "finished").ok());
+    EXPECT_EQ(store->History(a)->size(), 3u);
+    EXPECT_EQ(store->History(b)->size(), 1u);
+    EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity().ToString();
+    store.reset();
+    auto reopened = OpenOrDie(path);
+    ASSERT_NE(reopened, nullptr);
+    EXPECT_EQ(reopened->Jobs(JobFilter{std::nullopt, true})->size(), 2u);
+  }
+}
+
 
 // One acknowledgement from the child: submission `seq` of `round` got `id`.
 struct Ack {
