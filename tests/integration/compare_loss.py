@@ -15,13 +15,15 @@ import tempfile
 
 def losses(path):
     out = {}
-    with open(path) as f:
+    # The file is the job's: lines that are not JSON objects (garbage, bytes
+    # that are not UTF-8) are skipped, as the daemon skips them.
+    with open(path, errors="replace") as f:
         for line in f:
             try:
                 r = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # garbage, nested too deep
                 continue
-            if "loss" in r and "step" in r and not r.get("profile"):
+            if isinstance(r, dict) and "loss" in r and "step" in r and not r.get("profile"):
                 out[int(r["step"])] = float(r["loss"])  # a later launch's value wins
     return out
 
