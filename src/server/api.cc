@@ -83,6 +83,8 @@ ApiResponse Error(int code, std::string_view message) {
   ApiResponse r;
   r.code = code;
   r.body = ErrorJson(message);
+  // 503 (Slurm unreachable, the state disk full): worth retrying, not at once.
+  if (code == 503) r.headers.emplace_back("Retry-After", "5");
   return r;
 }
 

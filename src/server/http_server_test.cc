@@ -381,6 +381,7 @@ TEST_F(HttpApiTest, ServiceErrorsMapToCodes) {
   HttpReply r = Send(kAlice, "GET", "/v1/nodes");
   EXPECT_EQ(r.code, 503);
   EXPECT_EQ(Error(r), "slurm: sinfo failed: connection refused");
+  EXPECT_EQ(r.Header("Retry-After"), "5");
 }
 
 TEST_F(HttpApiTest, JsonShapes) {
