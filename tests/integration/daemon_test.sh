@@ -31,30 +31,14 @@ export TESSEL_SERVER=http://127.0.0.1:$PORT
 DAEMON_PID=
 PASSED=0
 
-log() { echo "[$(date +%T)] $*"; }
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- daemon log (tail)" >&2; tail -n 60 "$WORK/daemon.log" >&2 || true
-  echo "--- squeue" >&2; squeue -o '%i %j %T %N %r' >&2 || true
-  echo "(work directory kept: $WORK)" >&2
-  exit 1
-}
+# log, fail, wait_for
+source "$ROOT/tests/integration/lib.sh"
 cleanup() {
   [[ -n "$DAEMON_PID" ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
   "$ROOT/scripts/local-slurm.sh" stop "$WORK/slurm" >/dev/null 2>&1 || true
   if [[ $PASSED == 1 ]]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-
-# wait_for SECONDS DESCRIPTION COMMAND...: polls until COMMAND succeeds.
-wait_for() {
-  local limit=$1 what=$2; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fail "timed out after ${limit}s waiting for: $what"
-    sleep 1
-  done
-}
 
 start_daemon() {  # start_daemon [--policy P]
   "$T" serve "$@" --tokens "$WORK/tokens" --state-dir "$WORK/state" --listen 127.0.0.1:$PORT \

@@ -31,14 +31,8 @@ DAEMON_PID=
 SAMPLER_PID=
 PASSED=0
 
-log() { echo "[$(date +%T)] $*"; }
-fail() {
-  echo "FAIL: $*" >&2
-  echo "--- daemon log (tail)" >&2; tail -n 40 "$WORK/daemon.log" >&2 || true
-  echo "--- squeue" >&2; squeue -o '%i %j %T %N' >&2 || true
-  echo "(work directory kept: $WORK)" >&2
-  exit 1
-}
+# log, fail, wait_for
+source "$ROOT/tests/integration/lib.sh"
 cleanup() {
   [[ -n "$SAMPLER_PID" ]] && kill "$SAMPLER_PID" 2>/dev/null || true
   [[ -n "$DAEMON_PID" ]] && kill -9 "$DAEMON_PID" 2>/dev/null || true
@@ -46,15 +40,6 @@ cleanup() {
   if [[ $PASSED == 1 ]]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-
-wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
-  local limit=$1 what=$2; shift 2
-  local deadline=$((SECONDS + limit))
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || fail "timed out after ${limit}s waiting for: $what"
-    sleep 0.5
-  done
-}
 
 # start_daemon [FAULT_POINT]: the daemon, with the fault point armed if given.
 start_daemon() {

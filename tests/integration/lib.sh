@@ -8,8 +8,8 @@ log() { echo "[$(date +%T)] $*"; }
 fail() {
   echo "FAIL: $*" >&2
   if declare -F fail_extra >/dev/null; then fail_extra >&2 || true; fi
-  echo "--- daemon log (tail)" >&2; tail -n 40 "$WORK/daemon.log" >&2 || true
-  echo "--- squeue" >&2; squeue -o '%i %j %T %N' >&2 || true
+  echo "--- daemon log (tail)" >&2; tail -n 60 "$WORK/daemon.log" >&2 || true
+  echo "--- squeue" >&2; squeue -o '%i %j %T %N %r' >&2 || true
   echo "(work directory kept: $WORK)" >&2
   exit 1
 }
