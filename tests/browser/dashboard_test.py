@@ -40,6 +40,9 @@ import unittest
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import headless  # noqa: E402
+
 SKIP = 77
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 EVIL = '<img src=x onerror=alert(1)>'
@@ -52,23 +55,8 @@ TRAIN_ARGS = ('--layers, "2", --hidden, "64", --heads, "4", --seq-len, "32", --v
               '--sim-seconds-per-sample, "0.01", --log-every, "5"')
 
 
-def find_browser():
-    for path in ('/usr/lib/chromium/chromium', shutil.which('chromium') or '', shutil.which('chromium-browser') or ''):
-        if path and os.access(path, os.X_OK):
-            return path
-    return None
-
-
 def missing_prerequisites():
-    missing = []
-    if not find_browser():
-        missing.append('chromium')
-    if not shutil.which('chromedriver'):
-        missing.append('chromium-driver')
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append('python3-selenium')
+    missing = headless.missing_browser()
     for tool in ('slurmctld', 'slurmd', 'munged', 'sbatch'):
         if not shutil.which(tool) and not os.access('/usr/sbin/' + tool, os.X_OK):
             missing.append(tool)
@@ -119,9 +107,6 @@ def train_spec(name, iterations):
 class DashboardInBrowser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
         cls.out = os.path.abspath(ARGS.out)
         shutil.rmtree(cls.out, ignore_errors=True)
         os.makedirs(cls.out)
@@ -168,14 +153,7 @@ class DashboardInBrowser(unittest.TestCase):
         cls.root = Api(cls.url, ROOT_TOKEN)
         log('daemon up on ' + cls.url)
 
-        options = webdriver.ChromeOptions()
-        options.binary_location = find_browser()
-        for arg in ('--headless=new', '--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu',
-                    '--hide-scrollbars', '--force-device-scale-factor=1', '--window-size=1400,1000',
-                    '--no-first-run', '--disable-extensions', '--no-proxy-server'):
-            options.add_argument(arg)
-        options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
-        cls.driver = webdriver.Chrome(service=Service(shutil.which('chromedriver')), options=options)
+        cls.driver = headless.new_driver('--no-proxy-server')
 
     @classmethod
     def tearDownClass(cls):
@@ -211,19 +189,12 @@ class DashboardInBrowser(unittest.TestCase):
         return [m for m in errors if not (allow and re.search(allow, m.get('message', '')))]
 
     def assert_no_alert(self):
-        from selenium.common.exceptions import NoAlertPresentException
-        try:
-            text = self.driver.switch_to.alert.text
-        except NoAlertPresentException:
-            return
-        self.fail('an alert fired: %r' % text)
+        text = headless.alert_text(self.driver)
+        if text is not None:
+            self.fail('an alert fired: %r' % text)
 
     def screenshot(self, name):
-        height = self.js('return document.documentElement.scrollHeight')
-        self.driver.set_window_size(1400, min(max(height, 800), 6000))
-        path = os.path.join(self.out, name + '.png')
-        self.assertTrue(self.driver.save_screenshot(path), path)
-        self.driver.set_window_size(1400, 1000)
+        path = headless.screenshot(self.driver, self.out, name, 6000)
         log('screenshot: ' + path)
         return path
 

@@ -26,30 +26,17 @@ import subprocess
 import sys
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import headless  # noqa: E402
+
 SKIP = 77
 EVIL_CLUSTER = '<img src=x onerror=alert(1)>'
 EVIL_TRACE = '<img src=x onerror=alert(2)>'
 ARGS = None
 
 
-def find_browser():
-    for path in ('/usr/lib/chromium/chromium', shutil.which('chromium') or '', shutil.which('chromium-browser') or ''):
-        if path and os.access(path, os.X_OK):
-            return path
-    return None
-
-
 def missing_prerequisites():
-    missing = []
-    if not find_browser():
-        missing.append('chromium')
-    if not shutil.which('chromedriver'):
-        missing.append('chromium-driver')
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        missing.append('python3-selenium')
-    return missing
+    return headless.missing_browser()
 
 
 def run(cmd, **kw):
@@ -62,9 +49,6 @@ def run(cmd, **kw):
 class ReportInBrowser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
         out = os.path.abspath(ARGS.out)
         shutil.rmtree(out, ignore_errors=True)
         inputs = os.path.join(out, 'inputs')
@@ -86,14 +70,7 @@ class ReportInBrowser(unittest.TestCase):
         run([tessel, 'simulate', '--policy', 'tiresias', '--out', cls.simulate_dir, '--no-progress'])
         cls.out = out
 
-        options = webdriver.ChromeOptions()
-        options.binary_location = find_browser()
-        for arg in ('--headless=new', '--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu',
-                    '--hide-scrollbars', '--force-device-scale-factor=1', '--window-size=1400,1000',
-                    '--no-first-run', '--disable-extensions'):
-            options.add_argument(arg)
-        options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
-        cls.driver = webdriver.Chrome(service=Service(shutil.which('chromedriver')), options=options)
+        cls.driver = headless.new_driver()
 
     @classmethod
     def tearDownClass(cls):
@@ -109,12 +86,9 @@ class ReportInBrowser(unittest.TestCase):
         return [m for m in self.driver.get_log('browser') if m.get('level') == 'SEVERE']
 
     def assert_no_alert(self):
-        from selenium.common.exceptions import NoAlertPresentException
-        try:
-            text = self.driver.switch_to.alert.text
-        except NoAlertPresentException:
-            return
-        self.fail('an alert fired: %r' % text)
+        text = headless.alert_text(self.driver)
+        if text is not None:
+            self.fail('an alert fired: %r' % text)
 
     def charts(self):
         return self.driver.execute_script(
@@ -125,11 +99,7 @@ class ReportInBrowser(unittest.TestCase):
             "  labels: c.data.datasets.map(function (d) { return d.label; })}; });")
 
     def screenshot(self, name):
-        height = self.driver.execute_script('return document.documentElement.scrollHeight')
-        self.driver.set_window_size(1400, min(max(height, 800), 8000))
-        path = os.path.join(self.out, name + '.png')
-        self.assertTrue(self.driver.save_screenshot(path), path)
-        self.driver.set_window_size(1400, 1000)
+        path = headless.screenshot(self.driver, self.out, name, 8000)
         print('screenshot: ' + path, flush=True)
         return path
 
