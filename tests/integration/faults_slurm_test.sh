@@ -342,10 +342,17 @@ if out=$(as submit "$WORK/refused.yaml" 2>&1); then fail "tessel submit succeede
 [[ $out == *"disk full"* ]] || fail "tessel submit's error does not say disk full: $out"
 [[ $(all_jobs_count) == "$BEFORE" ]] || fail "a refused submission was stored ($(all_jobs_count) jobs, $BEFORE before)"
 wait_for 120 "job $E's Slurm job to end" bash -c "[[ -z \$(squeue -h -j $E_SLURM -t PD,CF,R,CG -o %i 2>/dev/null) ]]"
-wait_for 20 "the daemon to keep job $E's end for later" logged_since "job $E: its end (completed) is kept"
+# E's end is kept for later, unless the store took it before the filler had filled the disk
+# (a race on a slow machine): then that path is not exercised this run, and said so.
+E_KEPT=1
+if ! wait_for_quietly 20 logged_since "job $E: its end (completed) is kept"; then
+  [[ $(state_of "$E") == completed ]] || fail "timed out after 20s waiting for: the daemon to keep job $E's end for later"
+  E_KEPT=0
+  log "  job $E ended before the disk was full (its end stored at once): the kept-end path is not exercised this run"
+fi
 alive
 curl -sf "$TESSEL_SERVER/healthz" >/dev/null || fail "/healthz does not answer while the disk is full"
-[[ $(state_of "$E") != completed ]] || fail "job $E is completed in a store that cannot write?"
+((E_KEPT == 0)) || [[ $(state_of "$E") != completed ]] || fail "job $E is completed in a store that cannot write?"
 ((($(last_step "$F")) > F_STEP)) || fail "job $F made no progress while the disk was full"
 [[ $(slurm_id_of "$F") == "$F_SLURM" ]] || fail "job $F is not Slurm job $F_SLURM any more"
 log "  job $F ran on (steps $F_STEP -> $(last_step "$F")); job $E ended, its end kept; freeing space"
@@ -354,7 +361,7 @@ wait "$FILLER_PID" 2>/dev/null || true
 FILLER_PID=
 rm -f "$STATE/filler"
 wait_for 30 "job $E completed once space returned" is_state "$E" completed
-logged_since "job $E: its end (completed) is stored now" || fail "job $E's end was not stored by the retry"
+((E_KEPT == 0)) || logged_since "job $E: its end (completed) is stored now" || fail "job $E's end was not stored by the retry"
 N=$(submit disk-full-after 40) || fail "a submission after space returned was refused"
 TRAINING+=("$N")
 [[ $(as jobs --all --json | grep -c '"name": *"refused"' || true) == 0 ]] || fail "the refused submission is in the store"
@@ -369,30 +376,17 @@ kill "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=
 [[ ! -s "$WORK/duplicates" ]] || fail "two Slurm jobs under one name: $(head -5 "$WORK/duplicates")"
 sleep 1
-left=$(squeue -h -o '%j %T' | awk '$1 ~ /^tessel-/ && $2 != "COMPLETED"' || true)
-[[ -z "$left" ]] || fail "Slurm jobs of tessel's left behind: $left"
+check_nothing_left
 for j in "${TRAINING[@]}"; do
   n=$(jq_job "$j" 'sum(h["to"] == "completed" for h in j["history"])')
   [[ $n == 1 ]] || fail "job $j completed $n times"
 done
-pids=()
-for j in "${TRAINING[@]}"; do
-  /usr/bin/python3 "$ROOT/tests/integration/compare_loss.py" "$STATE/jobs/$j/metrics.jsonl" \
-    >"$WORK/compare.$j.log" 2>&1 &
-  pids+=("$!:$j")
-  if ((${#pids[@]} == 2)); then
-    for p in "${pids[@]}"; do wait "${p%%:*}" || fail "job ${p#*:}'s loss curve differs from an uninterrupted run: $(tail -2 "$WORK/compare.${p#*:}.log")"; done
-    pids=()
-  fi
-done
-for p in "${pids[@]}"; do wait "${p%%:*}" || fail "job ${p#*:}'s loss curve differs from an uninterrupted run: $(tail -2 "$WORK/compare.${p#*:}.log")"; done
-for j in "${TRAINING[@]}"; do echo "  job $j: $(tail -n1 "$WORK/compare.$j.log")"; done
+check_loss_curves "$STATE/jobs" "${TRAINING[@]}"
 kill -TERM "$DAEMON_PID"
 for _ in $(seq 1 40); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.5; done
 kill -9 "$DAEMON_PID" 2>/dev/null || true
 wait "$DAEMON_PID" 2>/dev/null || true
 DAEMON_PID=
-ok=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])" "$STATE/tessel.db")
-[[ $ok == ok ]] || fail "PRAGMA integrity_check: $ok"
+check_integrity "$STATE/tessel.db"
 log "PASS"
 PASSED=1

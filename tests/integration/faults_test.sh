@@ -175,27 +175,13 @@ kill -9 "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=
 [[ ! -s "$WORK/duplicates" ]] || fail "two Slurm jobs under one name: $(head -5 "$WORK/duplicates")"
 sleep 2
-left=$(squeue -h -o '%j %T' | awk '$1 ~ /^tessel-/ && $2 != "COMPLETED"' || true)
-[[ -z "$left" ]] || fail "Slurm jobs of tessel's left behind: $left"
+check_nothing_left
 for j in "${JOBS[@]}"; do
   n=$(as job "$j" --json | python3 -c 'import json,sys; print(sum(h["to"] == "completed" for h in json.load(sys.stdin)["history"]))')
   [[ $n == 1 ]] || fail "job $j completed $n times"
 done
-# The uninterrupted reference runs, two at a time (one per core).
-pids=()
-for j in "${JOBS[@]}"; do
-  /usr/bin/python3 "$ROOT/tests/integration/compare_loss.py" "$WORK/state/jobs/$j/metrics.jsonl" \
-    >"$WORK/compare.$j.log" 2>&1 &
-  pids+=("$!:$j")
-  if (( ${#pids[@]} == 2 )); then
-    for p in "${pids[@]}"; do wait "${p%%:*}" || fail "job ${p#*:}'s loss curve differs from an uninterrupted run: $(tail -2 "$WORK/compare.${p#*:}.log")"; done
-    pids=()
-  fi
-done
-for p in "${pids[@]}"; do wait "${p%%:*}" || fail "job ${p#*:}'s loss curve differs from an uninterrupted run: $(tail -2 "$WORK/compare.${p#*:}.log")"; done
-tail -qn1 "$WORK"/compare.*.log
+check_loss_curves "$WORK/state/jobs" "${JOBS[@]}"
 kill_daemon
-ok=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA integrity_check').fetchone()[0])" "$WORK/state/tessel.db")
-[[ $ok == ok ]] || fail "PRAGMA integrity_check: $ok"
+check_integrity "$WORK/state/tessel.db"
 log "PASS"
 PASSED=1
