@@ -267,8 +267,8 @@ TEST_F(ClientTest, ConnectionRefused) {
 }
 
 TEST_F(ClientTest, LoadtestReportsEveryKind) {
-  Outcome r = As(kAlice, {"loadtest", "--spec", "jobs/a.yaml", "--submissions", "20", "--queries", "50",
-                      "--concurrency", "3", "--cancel", "--json"});
+  Outcome r = As(kAlice, {"loadtest", "--spec", "jobs/a.yaml", "--submissions", "20", "--queries", "45",
+                      "--lists", "5", "--concurrency", "3", "--cancel", "--json"});
   EXPECT_EQ(r.code, 0) << r.err << r.out;
   json j = json::parse(r.out);
   ASSERT_EQ(j["kinds"].size(), 4u);
@@ -282,10 +282,12 @@ TEST_F(ClientTest, LoadtestReportsEveryKind) {
     EXPECT_GE(k["max_ms"].get<double>(), k["p50_ms"].get<double>());
   }
   Outcome bad = As("wrong-token-0123456789", {"loadtest", "--spec", "jobs/a.yaml", "--submissions", "4", "--queries",
-                                          "4", "--concurrency", "2"});
+                                          "4", "--lists", "4", "--concurrency", "2"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("errors (submit): HTTP 401 x4\n"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("errors (list jobs): HTTP 401 x4\n"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("no job was submitted: no status queries\n"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("get job"), std::string::npos) << bad.out;
 }
 
 TEST_F(ClientTest, LoadtestSoakMixesEveryKindAndReportsTheDaemonsFigures) {

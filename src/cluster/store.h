@@ -212,6 +212,9 @@ class Store {
   // (from nothing, at submitted_us, with `job.reason`). Durable when it
   // returns: an acknowledged submission survives a crash. Returns the id.
   Result<int64_t> AddJob(const NewJob& job);
+  // AddJob for several jobs in one transaction (one fsync): all are stored,
+  // with ids in the order given, or none (the error says why).
+  Result<std::vector<int64_t>> AddJobs(std::span<const NewJob* const> jobs);
 
   // The one way a job's state changes: writes the new state, the reason and
   // a transitions row in one transaction; entering running sets started_us

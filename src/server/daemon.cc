@@ -22,6 +22,7 @@
 #include "cluster/slurm_backend.h"
 #include "cluster/slurm_client.h"
 #include "cluster/store.h"
+#include "cluster/submission_batcher.h"
 #include "policy/corrected_throughput.h"
 #include "policy/policy.h"
 #include "sched/clock.h"
@@ -165,7 +166,8 @@ struct Daemon::Impl {
   std::unique_ptr<HttpServer> http;
   std::thread loop_thread;
   std::atomic<bool> stopping{false};
-  std::mutex submit_mu;  // one submission validated and stored at a time
+  // Concurrent submissions share one transaction (one fsync) per commit.
+  std::unique_ptr<SubmissionBatcher> submissions;
 
   // Loop figures for /metrics (written by the loop thread).
   std::atomic<int64_t> decisions{0};
@@ -231,6 +233,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   auto store = Store::Open(m->opt.state_dir + "/tessel.db");
   if (!store.ok()) return store.status();
   m->store = std::move(*store);
+  m->submissions = std::make_unique<SubmissionBatcher>(m->store.get());
   for (int i = 0; i < kReaders; ++i) {
     auto reader = Store::OpenReader(m->opt.state_dir + "/tessel.db");
     if (!reader.ok()) return reader.status();
@@ -314,10 +317,7 @@ Result<int64_t> Daemon::Submit(const Caller& caller, const std::string& spec_yam
   n.priority = spec->priority;
   n.submitted_us = m.clock.Now();
   n.checkpoint_dir = spec->checkpoint_dir;
-  Result<int64_t> id = [&] {
-    std::lock_guard<std::mutex> lock(m.submit_mu);
-    return m.store->AddJob(n);
-  }();
+  Result<int64_t> id = m.submissions->Add(n);
   if (!id.ok()) return id.status();
   m.backend->Submitted(*id);
   m.loop->Poke();
