@@ -255,13 +255,13 @@ CommandAction SetupJob(CLI::App& app, CommandIo io) {
     }
     io.out << "\nsteps (latest measured)\n";
     if (j.contains("steps") && j["steps"].is_array() && !j["steps"].empty()) {
-      TextTable t({"time (UTC)", "step", "step time s", "gpu", "gpus", "profiling"});
+      TextTable t({"time (UTC)", "step", "step time s", "loss", "gpu", "gpus", "profiling"});
+      auto number = [](const Json& s, const char* key) {
+        return s.contains(key) && s[key].is_number() ? FormatDouble(s[key].get<double>(), 4) : std::string("-");
+      };
       for (const Json& s : j["steps"])
-        t.AddRow({Time(s, "time"), Str(s, "step"),
-                  s.contains("step_time_s") && s["step_time_s"].is_number()
-                      ? FormatDouble(s["step_time_s"].get<double>(), 4)
-                      : "-",
-                  Str(s, "gpu_type"), Str(s, "gpus"), s.value("profile", false) ? "yes" : "no"});
+        t.AddRow({Time(s, "time"), Str(s, "step"), number(s, "step_time_s"), number(s, "loss"), Str(s, "gpu_type"),
+                  Str(s, "gpus"), s.value("profile", false) ? "yes" : "no"});
       io.out << t.Render();
     } else {
       io.out << "(none yet)\n";

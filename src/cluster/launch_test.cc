@@ -208,6 +208,20 @@ TEST(MetricsTail, ReadsWholeLinesOnlyAndSkipsGarbage) {
   EXPECT_TRUE(u->steps.empty()) << "nothing is read twice";
 }
 
+TEST(MetricsTail, AStepsLossIsKeptWhenItIsAFiniteNumber) {
+  MetricsUpdate u;
+  ParseMetricsLine(R"({"step": 1, "step_time_s": 0.5, "loss": 5.5451})", &u);
+  ParseMetricsLine(R"({"step": 2, "step_time_s": 0.5, "loss": null})", &u);  // not finite at the job
+  ParseMetricsLine(R"({"step": 3, "step_time_s": 0.5, "loss": "5.5"})", &u);
+  ParseMetricsLine(R"({"step": 4, "step_time_s": 0.5})", &u);
+  ASSERT_EQ(u.steps.size(), 4u) << "a missing or odd loss does not make the step malformed";
+  EXPECT_EQ(u.malformed, 0);
+  EXPECT_EQ(u.steps[0].loss, std::optional<double>(5.5451));
+  EXPECT_EQ(u.steps[1].loss, std::nullopt);
+  EXPECT_EQ(u.steps[2].loss, std::nullopt);
+  EXPECT_EQ(u.steps[3].loss, std::nullopt);
+}
+
 // A metrics file of garbage, and one that grows without bound: whatever is
 // in it, each read holds at most a chunk and a line (the daemon's memory
 // does not grow with the file), reads at most its budget (the rest comes at

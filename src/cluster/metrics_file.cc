@@ -94,6 +94,7 @@ void ParseMetricsLine(const std::string& line, MetricsUpdate* u) {
   if (auto p = j.find("profile"); p != j.end() && p->is_boolean()) s.profile = p->get<bool>();
   GetNumber(j, "micro_batch", &s.micro_batch);
   GetNumber(j, "layers", &s.layers);
+  if (double loss = 0; GetNumber(j, "loss", &loss)) s.loss = loss;
   u->steps.push_back(s);
 }
 

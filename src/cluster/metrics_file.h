@@ -29,6 +29,7 @@ struct MetricsStep {
   bool profile = false;
   int micro_batch = 0;  // profiling steps
   int layers = 0;       // profiling steps
+  std::optional<double> loss;  // the step's mean loss; absent, null or not finite: none
 };
 
 inline constexpr int64_t kMetricsChunkBytes = 1 << 20;

@@ -312,6 +312,7 @@ bool SlurmBackend::Impl::ReadMetrics(Tracked& t, SimTime now) {
     o.step_time_s = s.step_time_s;
     o.samples = s.samples;
     o.profile = s.profile;
+    o.loss = s.loss;
     samples.push_back(o);
     if (!s.profile) {
       t.last_step = std::max(t.last_step, s.step);

@@ -142,6 +142,11 @@ CREATE INDEX IF NOT EXISTS jobs_active_by_user ON jobs (user, id)
 CREATE INDEX IF NOT EXISTS jobs_by_user_id ON jobs (user, id);
 CREATE INDEX IF NOT EXISTS jobs_counters ON jobs (restarts, failures);
 )sql",
+    // 4 -> 5: the loss a job reports with each step (NULL when it reported
+    // none, and for rows stored before), for the dashboard's loss curve.
+    R"sql(
+ALTER TABLE step_times ADD COLUMN loss REAL;
+)sql",
 };
 constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

@@ -127,6 +127,7 @@ struct StepSample {
   double step_time_s = 0;
   int64_t samples = 0;  // samples (global batch) the step processed
   bool profile = false;
+  std::optional<double> loss;  // the mean loss the job reported for the step, if any
   bool operator==(const StepSample&) const = default;
 };
 

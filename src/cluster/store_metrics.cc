@@ -20,6 +20,10 @@ Result<int> Store::AddStepTimes(int64_t id, std::span<const StepSample> samples)
                              ": step_time_s must be finite and >= 0, got " +
                              std::to_string(s.step_time_s));
     }
+    if (s.loss && !std::isfinite(*s.loss)) {
+      return InvalidArgument(JobLabel(id) + ": step " + std::to_string(s.step) + ": loss must be finite, got " +
+                             std::to_string(*s.loss));
+    }
   }
   std::lock_guard lock(mu_);
   Txn txn(this);
@@ -29,11 +33,12 @@ Result<int> Store::AddStepTimes(int64_t id, std::span<const StepSample> samples)
   for (const StepSample& s : samples) {
     auto st = Prepare(
         "INSERT INTO step_times (job_id, profile, step, time_us, gpu_type, gpus, step_time_s, "
-        "samples) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+        "samples, loss) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
         "ON CONFLICT (job_id, profile, step) DO NOTHING");
     if (!st.ok()) return st.status();
     st->Bind(1, id).Bind(2, int64_t{s.profile}).Bind(3, s.step).Bind(4, s.time_us);
     st->Bind(5, s.gpu_type).Bind(6, int64_t{s.gpus}).Bind(7, s.step_time_s).Bind(8, s.samples);
+    st->Bind(9, s.loss);
     int rc = st->Step();
     if (rc != SQLITE_DONE) return Error(rc, "adding step times of " + JobLabel(id));
     added += sqlite3_changes(db_);
@@ -47,7 +52,7 @@ Result<std::vector<StepSample>> Store::Steps(int64_t id, int limit) {
   std::lock_guard lock(mu_);
   TESSEL_RETURN_IF_ERROR(CheckJobExists(id));
   auto st = Prepare(
-      "SELECT time_us, gpu_type, gpus, step, step_time_s, samples, profile FROM step_times "
+      "SELECT time_us, gpu_type, gpus, step, step_time_s, samples, profile, loss FROM step_times "
       "WHERE job_id = ?1 ORDER BY time_us DESC, step DESC, profile DESC LIMIT ?2");
   if (!st.ok()) return st.status();
   st->Bind(1, id).Bind(2, int64_t{limit});
@@ -62,6 +67,7 @@ Result<std::vector<StepSample>> Store::Steps(int64_t id, int limit) {
     s.step_time_s = st->Double(4);
     s.samples = st->Int(5);
     s.profile = st->Int(6) != 0;
+    if (!st->IsNull(7)) s.loss = st->Double(7);
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return Error(rc, "reading the steps of " + JobLabel(id));

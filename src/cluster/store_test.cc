@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -396,6 +397,43 @@ TEST(StoreTest, AReaderSeesCommittedStateAndCannotWrite) {
   EXPECT_NE(old.status().message().find("schema version 2"), std::string::npos) << old.status().message();
 }
 
+TEST(StoreTest, StepLossRoundTripsAndMustBeFinite) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("state.db"));
+  int64_t id = AddOrDie(*store, MakeJob("a"));
+  std::vector<StepSample> steps = {{200, "a100-80g", 2, 1, 0.5, 32, false, 5.545},
+                                   {210, "a100-80g", 2, 2, 0.4, 32, false, std::nullopt}};
+  EXPECT_EQ(*store->AddStepTimes(id, steps), 2);
+  EXPECT_EQ(*store->Steps(id, 10), steps);
+  std::vector<StepSample> bad = {{220, "a100-80g", 2, 3, 0.4, 32, false, std::numeric_limits<double>::infinity()}};
+  Status st = store->AddStepTimes(id, bad).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("loss must be finite"), std::string::npos) << st.message();
+  EXPECT_EQ(store->Steps(id, 10)->size(), 2u);
+}
+
+// A version-4 store (step times without a loss) opens at version 5: its
+// steps keep their times and read back without a loss; new ones keep theirs.
+TEST(StoreTest, Version4DatabaseMigratesStepsWithoutLoss) {
+  TempDir dir;
+  std::string path = dir.File("state.db");
+  int64_t id;
+  std::vector<StepSample> old = {{200, "a100-80g", 2, 1, 0.5, 32, false}};
+  {
+    auto store = OpenOrDie(path);
+    id = AddOrDie(*store, MakeJob("a"));
+    ASSERT_EQ(*store->AddStepTimes(id, old), 1);
+  }
+  RawSql(path, "ALTER TABLE step_times DROP COLUMN loss; PRAGMA user_version = 4;");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->Steps(id, 10), old);
+  std::vector<StepSample> next = {{210, "a100-80g", 2, 2, 0.4, 32, false, 4.25}};
+  ASSERT_EQ(*store->AddStepTimes(id, next), 1);
+  EXPECT_EQ(store->Steps(id, 10)->back().loss, std::optional<double>(4.25));
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
 TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
   TempDir dir;
   std::string path = dir.File("state.db");
@@ -404,8 +442,9 @@ TEST(StoreTest, Version1DatabaseMigratesKeepingCorrections) {
     auto store = OpenOrDie(path);
     id = AddOrDie(*store, MakeJob("a"));
   }
-  ASSERT_EQ(Store::SchemaVersion(), 4);
+  ASSERT_EQ(Store::SchemaVersion(), 5);
   RawSql(path,
+         "ALTER TABLE step_times DROP COLUMN loss;"
          "DROP TABLE slurm_runs;"
          "DROP TABLE corrections;"
          "CREATE TABLE corrections (job_id INTEGER NOT NULL REFERENCES jobs (id), gpu_type TEXT NOT NULL, "

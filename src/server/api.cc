@@ -113,9 +113,13 @@ Result<int64_t> ParseJobId(const std::string& text) {
 Result<JobsPage> ParseQuery(const ApiRequest& req, Route route) {
   JobsPage page;
   for (const auto& [key, value] : req.query) {
-    if (route != Route::kJobs || (key != "all" && key != "limit" && key != "after"))
+    const bool known = route == Route::kJobs ? key == "all" || key == "limit" || key == "after"
+                                             : route == Route::kJob && key == "steps";
+    if (!known)
       return InvalidArgument("unknown query parameter '" + Clip(key) + "'" +
-                             (route == Route::kJobs ? "; known: all, limit, after" : "; this route takes none"));
+                             (route == Route::kJobs  ? "; known: all, limit, after"
+                              : route == Route::kJob ? "; known: steps"
+                                                     : "; this route takes none"));
     if (key == "all") {
       if (value.empty() || value == "true" || value == "1") {
         page.all = true;
@@ -134,6 +138,11 @@ Result<JobsPage> ParseQuery(const ApiRequest& req, Route route) {
         return InvalidArgument("limit: must be an integer from 1 to " + std::to_string(kMaxJobsPage) + ", got '" +
                                Clip(value) + "'");
       page.limit = static_cast<int>(n);
+    } else if (key == "steps") {
+      if (!number || n < 1 || n > kMaxJobSteps)
+        return InvalidArgument("steps: must be an integer from 1 to " + std::to_string(kMaxJobSteps) + ", got '" +
+                               Clip(value) + "'");
+      page.steps = static_cast<int>(n);
     } else {
       if (!number || n < 0)
         return InvalidArgument("after: must be a job id (an integer >= 0), got '" + Clip(value) + "'");
@@ -260,7 +269,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
       }
       case Route::kJob:
         if (method == "GET") {
-          Result<JobDetail> detail = service_.Job(*caller, *id);
+          Result<JobDetail> detail = service_.Job(*caller, *id, all->steps);
           if (!detail.ok()) return Error(detail.status());
           return Json200(ToJson(*detail));
         }
@@ -270,7 +279,7 @@ ApiResponse Api::Dispatch(const ApiRequest& req) const {
         if (!st.ok()) return Error(st);
         // Cancel succeeded; report the state the job is in now (the daemon
         // may still be stopping it).
-        Result<JobDetail> detail = service_.Job(*caller, *id);
+        Result<JobDetail> detail = service_.Job(*caller, *id, 1);
         return Json200(Json{{"id", *id}, {"state", detail.ok() ? detail->job.state : std::string("cancelled")}});
       }
       case Route::kNodes: {

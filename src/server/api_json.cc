@@ -68,7 +68,8 @@ Json ToJson(const JobDetail& d) {
                      {"step_time_s", s.step_time_s},
                      {"gpu_type", s.gpu_type},
                      {"gpus", s.gpus},
-                     {"profile", s.profile}});
+                     {"profile", s.profile},
+                     {"loss", s.loss ? Json(*s.loss) : Json(nullptr)}});
   Json corrections = Json::array();
   for (const JobCorrectionInfo& c : d.corrections)
     corrections.push_back(

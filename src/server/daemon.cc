@@ -339,7 +339,7 @@ Result<std::vector<JobInfo>> Daemon::Jobs(const Caller& caller, const JobsPage& 
   return out;
 }
 
-Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
+Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id, int steps) {
   Impl& m = *impl_;
   auto lease = m.Reader();
   if (!lease.ok()) return lease.status();
@@ -358,10 +358,10 @@ Result<JobDetail> Daemon::Job(const Caller& caller, int64_t id) {
   for (const TransitionRecord& t : *history) {
     d.history.push_back({t.time_us, t.from ? JobStateName(*t.from) : "", JobStateName(t.to), t.reason});
   }
-  auto steps = reader.Steps(id, 50);
-  if (!steps.ok()) return steps.status();
-  for (const StepSample& s : *steps) {
-    d.steps.push_back({s.time_us, s.step, s.step_time_s, s.gpu_type, s.gpus, s.profile});
+  auto measured = reader.Steps(id, steps);
+  if (!measured.ok()) return measured.status();
+  for (const StepSample& s : *measured) {
+    d.steps.push_back({s.time_us, s.step, s.step_time_s, s.gpu_type, s.gpus, s.profile, s.loss});
   }
   auto corrections = reader.Corrections(id);
   if (!corrections.ok()) return corrections.status();

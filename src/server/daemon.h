@@ -53,7 +53,7 @@ class Daemon : public JobService {
   Result<int64_t> Submit(const Caller& caller, const std::string& spec_yaml, const std::string& file,
                          const std::string& base_dir) override;
   Result<std::vector<JobInfo>> Jobs(const Caller& caller, const JobsPage& page) override;
-  Result<JobDetail> Job(const Caller& caller, int64_t id) override;
+  Result<JobDetail> Job(const Caller& caller, int64_t id, int steps) override;
   Status Cancel(const Caller& caller, int64_t id) override;
   Result<std::vector<NodeInfo>> Nodes(const Caller& caller) override;
   ServiceMetrics Metrics() override;

@@ -96,10 +96,13 @@ tab only (sessionStorage) and is sent as <code>Authorization: Bearer</code>.</p>
 <div class="table-wrap"><table id="history"><thead><tr><th>time</th><th>from</th><th>to</th><th>reason</th></tr>
 </thead><tbody></tbody></table></div>
 </section>
-<section class="card">
-<h3>Step time</h3>
+<section class="card two">
+<div><h3>Step time</h3>
 <div class="chart-box"><canvas id="steps-chart" aria-label="Step time" role="img"></canvas></div>
-<p id="steps-note" class="muted"></p>
+<p id="steps-note" class="muted"></p></div>
+<div><h3>Loss</h3>
+<div class="chart-box"><canvas id="loss-chart" aria-label="Loss" role="img"></canvas></div>
+<p id="loss-note" class="muted"></p></div>
 </section>
 <section class="card two">
 <div><h3>Plan</h3><p id="plan-now"></p><h4>Plan changes</h4><ul id="plan-changes"></ul></div>

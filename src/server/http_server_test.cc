@@ -354,6 +354,10 @@ TEST_F(HttpApiTest, QueryParameters) {
   EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?limit=0")), "limit: must be an integer from 1 to 1000, got '0'");
   EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?limit=1001")), "limit: must be an integer from 1 to 1000, got '1001'");
   EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?after=-1")), "after: must be a job id (an integer >= 0), got '-1'");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs/1?limit=5")), "unknown query parameter 'limit'; known: steps");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs/1?steps=0")), "steps: must be an integer from 1 to 5000, got '0'");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs/1?steps=5001")), "steps: must be an integer from 1 to 5000, got '5001'");
+  EXPECT_EQ(Error(Send(kAlice, "GET", "/v1/jobs?steps=5")), "unknown query parameter 'steps'; known: all, limit, after");
   EXPECT_EQ(fake_.Calls().size(), 3u);
 }
 
@@ -403,7 +407,8 @@ TEST_F(HttpApiTest, JsonShapes) {
   d.launches = 2;
   d.slurm_job_id = "4242";
   d.history = {{1714564803'000000, "", "pending", "submitted"}, {1714564863'000000, "pending", "running", "started"}};
-  d.steps = {{1714564900'000000, 100, 0.75, "a100-80g", 16, false}};
+  d.steps = {{1714564900'000000, 99, 0.8, "a100-80g", 16, false, std::nullopt},
+             {1714564900'000000, 100, 0.75, "a100-80g", 16, false, 3.5}};
   d.corrections = {{"a100-80g", 1.125, 12, ""}, {"a100-80g", 1.25, 0, "stages=2"}};
   int64_t id = fake_.AddJob(d);
   JobDetail p;
@@ -443,8 +448,14 @@ TEST_F(HttpApiTest, JsonShapes) {
   EXPECT_EQ(detail["history"], json::parse(R"([
       {"time": "2024-05-01T12:00:03Z", "from": null, "to": "pending", "reason": "submitted"},
       {"time": "2024-05-01T12:01:03Z", "from": "pending", "to": "running", "reason": "started"}])"));
-  EXPECT_EQ(detail["steps"], json::parse(R"([{"time": "2024-05-01T12:01:40Z", "step": 100, "step_time_s": 0.75,
-      "gpu_type": "a100-80g", "gpus": 16, "profile": false}])"));
+  EXPECT_EQ(detail["steps"], json::parse(R"([{"time": "2024-05-01T12:01:40Z", "step": 99, "step_time_s": 0.8,
+      "gpu_type": "a100-80g", "gpus": 16, "profile": false, "loss": null},
+      {"time": "2024-05-01T12:01:40Z", "step": 100, "step_time_s": 0.75,
+      "gpu_type": "a100-80g", "gpus": 16, "profile": false, "loss": 3.5}])"));
+  // ?steps=N: the latest N.
+  json latest = Body(Send(kAlice, "GET", "/v1/jobs/" + std::to_string(id) + "?steps=1"));
+  ASSERT_EQ(latest["steps"].size(), 1u);
+  EXPECT_EQ(latest["steps"][0]["step"], 100);
   EXPECT_EQ(detail["corrections"], json::parse(R"([{"gpu_type": "a100-80g", "scope": "", "factor": 1.125, "samples": 12},
       {"gpu_type": "a100-80g", "scope": "stages=2", "factor": 1.25, "samples": 0}])"));
   EXPECT_EQ(detail["plan_json"], json::parse(R"({"dp": 2, "tp": 8})"));

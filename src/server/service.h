@@ -41,6 +41,7 @@ struct JobStepInfo {
   std::string gpu_type;
   int gpus = 0;
   bool profile = false;
+  std::optional<double> loss;  // the step's mean loss, when the job reported one
 };
 
 // The estimator's correction for the job on one GPU type, within it for
@@ -130,13 +131,17 @@ struct ClusterHistoryInfo {
   std::vector<ClusterHistorySample> samples;  // oldest first; the last one is now
 };
 
-// A page of GET /v1/jobs: `?all=&limit=&after=`.
+// A request's query: GET /v1/jobs takes `?all=&limit=&after=` (a page),
+// GET /v1/jobs/{id} `?steps=` (how many of its latest steps).
 inline constexpr int kDefaultJobsPage = 100;  // jobs per page when `limit` is not given
 inline constexpr int kMaxJobsPage = 1000;
+inline constexpr int kDefaultJobSteps = 50;  // latest steps of a job when `steps` is not given
+inline constexpr int kMaxJobSteps = 5000;
 struct JobsPage {
   bool all = false;
   int64_t after = 0;
   int limit = kDefaultJobsPage;
+  int steps = kDefaultJobSteps;
 };
 
 class JobService {
@@ -152,7 +157,9 @@ class JobService {
   // only when `page.all`; at most `page.limit` of them with ids above
   // `page.after` (0: from the first).
   virtual Result<std::vector<JobInfo>> Jobs(const Caller& caller, const JobsPage& page) = 0;
-  virtual Result<JobDetail> Job(const Caller& caller, int64_t id) = 0;
+  // One job with its history, corrections and its latest `steps` measured
+  // steps (profiling steps among them), oldest first.
+  virtual Result<JobDetail> Job(const Caller& caller, int64_t id, int steps) = 0;
   // Cancels a job that is not yet terminal (FailedPrecondition if it is).
   virtual Status Cancel(const Caller& caller, int64_t id) = 0;
   virtual Result<std::vector<NodeInfo>> Nodes(const Caller& caller) = 0;

@@ -72,14 +72,16 @@ class FakeJobService : public JobService {
     return out;
   }
 
-  Result<JobDetail> Job(const Caller& caller, int64_t id) override {
+  Result<JobDetail> Job(const Caller& caller, int64_t id, int steps) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back("Job " + caller.user + " " + std::to_string(id));
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
     if (!caller.admin && it->second.job.user != caller.user)
       return PermissionDenied("job " + std::to_string(id) + " belongs to another user");
-    return it->second;
+    JobDetail d = it->second;
+    if (static_cast<int>(d.steps.size()) > steps) d.steps.erase(d.steps.begin(), d.steps.end() - steps);
+    return d;
   }
 
   Status Cancel(const Caller& caller, int64_t id) override {

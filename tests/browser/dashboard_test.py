@@ -9,7 +9,8 @@ In order, on one tab (the token lives in its sessionStorage):
      (the example job, examples/train.py) appears and changes state without a
      reload, each change shown within 2 s of the API reporting it; its page
      (opened by clicking its row) shows its state timeline, its step-time
-     chart with points, and completes;
+     chart with points and its loss curve (the losses the API has), and
+     completes;
   3. text users wrote -- a spec with `<img src=x onerror=alert(1)>` in a
      comment and in env, submitted as a file named so -- shows as text: no
      <img> in the document, no alert (job names themselves are refused by
@@ -279,6 +280,17 @@ class DashboardInBrowser(unittest.TestCase):
             "var c = Chart.getChart('steps-chart'); if (!c) return 0;"
             "return c.data.datasets.reduce(function (n, d) { return n + d.data.length; }, 0)"))
         self.assertGreaterEqual(points, 5)
+        # Its loss curve: the losses the job reported, as the API has them.
+        losses = self.wait('loss points', lambda: self.js(
+            "var c = Chart.getChart('loss-chart'); if (!c) return null;"
+            "var pts = []; c.data.datasets.forEach(function (d) { pts = pts.concat(d.data); });"
+            "return pts.length >= 5 ? pts : null"))
+        api_losses = {s['step']: s['loss'] for s in self.alice.call('GET', '/v1/jobs/%d?steps=500' % job_id)[1]['steps']
+                      if not s['profile'] and s['loss'] is not None}
+        self.assertEqual(len(losses), len(api_losses))
+        for p in losses:
+            self.assertAlmostEqual(p['y'], api_losses[p['x']], places=9)
+        self.assertIn('steps with a loss', self.js("return document.getElementById('loss-note').textContent"))
         self.assertEqual(self.js("return document.getElementById('job-title').textContent"), 'Job %d: dash-train' % job_id)
         segments = self.js("return Array.from(document.querySelectorAll('#timeline .seg')).map(function (s) {"
                            " return s.className; })")
@@ -291,7 +303,8 @@ class DashboardInBrowser(unittest.TestCase):
         self.assertEqual(self.js('return window.__noReload'), 1, 'the page reloaded')
         self.assertEqual(self.console_errors(), [])
         self.assert_no_alert()
-        log('job page: %d step-time points' % points)
+        log('job page: %d step-time points, %d loss points (%.4f at step %d to %.4f at step %d)' % (
+            points, len(losses), losses[0]['y'], losses[0]['x'], losses[-1]['y'], losses[-1]['x']))
         self.screenshot('5-job')
 
     def test_3_what_users_wrote_stays_text(self):

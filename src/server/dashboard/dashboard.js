@@ -10,6 +10,7 @@
   var TOKEN_KEY = 'tessel.token';
   var POLL_MS = 1000;
   var HISTORY_EVERY = 5;  // polls between cluster-history reads
+  var JOB_STEPS = 500;    // latest steps a job page asks for (GET /v1/jobs/{id}?steps=)
   var PAGE = 1000;        // jobs per GET /v1/jobs page (the API's largest)
   var MAX_PAGES = 20;     // 20,000 jobs at most in the list
   // Kelly's colours of maximum contrast, as report.html uses them
@@ -152,7 +153,7 @@
       var id = m[1];
       clearJobPage();
       poll(function (mine) {
-        return api('/v1/jobs/' + id).then(function (job) { if (mine === view) drawJob(job); });
+        return api('/v1/jobs/' + id + '?steps=' + JOB_STEPS).then(function (job) { if (mine === view) drawJob(job); });
       });
     } else {
       show('job-page', false);
@@ -429,7 +430,8 @@
 
   // ---- one job ----
   function clearJobPage() {
-    ['job-title', 'job-facts', 'timeline', 'timeline-legend', 'steps-note', 'plan-now', 'plan-changes', 'job-spec']
+    ['job-title', 'job-facts', 'timeline', 'timeline-legend', 'steps-note', 'loss-note', 'plan-now', 'plan-changes',
+      'job-spec']
       .forEach(function (id) { clear($(id)); });
     ['history', 'corrections', 'profiles'].forEach(function (id) { clear($(id).tBodies[0]); });
   }
@@ -508,6 +510,7 @@
     if (!profiles.length) fillTable('profiles', [['none', '', '', '', '']]);
     $('job-spec').textContent = j.spec_yaml;
     drawSteps(train);
+    drawLoss(train);
   }
 
   function drawTimeline(j, now) {
@@ -583,9 +586,8 @@
         borderWidth: 1.5, showLine: true };
     });
     $('steps-note').textContent = steps.length
-      ? steps.length + ' of the latest steps the job reported (the daemon returns the last 50 with profiling steps). ' +
-        'Median ' + median(steps.map(function (s) { return s.step_time_s; })).toFixed(3) + ' s. ' +
-        'Loss is not shown: the daemon keeps step times, not the loss.'
+      ? steps.length + ' of the latest steps the job reported (up to ' + JOB_STEPS + ' with profiling steps). ' +
+        'Median ' + median(steps.map(function (s) { return s.step_time_s; })).toFixed(3) + ' s.'
       : 'No steps reported yet (the job appends them to TESSEL_METRICS_FILE).';
     if (typeof Chart === 'undefined') return;
     if (charts.steps) {
@@ -599,6 +601,44 @@
         animation: false, maintainAspectRatio: false, parsing: false,
         scales: { x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
           y: { beginAtZero: true, title: { display: true, text: 'step time (s)' } } }
+      }
+    });
+  }
+
+  // The loss each step reported (the mean over its global batch), one
+  // series per allocation as for step time; steps without one are left out.
+  function drawLoss(steps) {
+    var withLoss = steps.filter(function (s) { return s.loss !== null && s.loss !== undefined; });
+    var groups = [];
+    var index = {};
+    withLoss.forEach(function (s) {
+      var k = s.gpus + ' \u00d7 ' + s.gpu_type;
+      if (!(k in index)) { index[k] = groups.length; groups.push({ label: k, data: [] }); }
+      groups[index[k]].data.push({ x: s.step, y: s.loss });
+    });
+    var datasets = groups.map(function (g, i) {
+      var c = PALETTE[(i + 3) % PALETTE.length];
+      return { label: 'loss on ' + g.label, data: g.data, borderColor: c, backgroundColor: c, pointRadius: 2,
+        borderWidth: 1.5, showLine: true };
+    });
+    var last = withLoss.length ? withLoss[withLoss.length - 1] : null;
+    $('loss-note').textContent = last
+      ? withLoss.length + ' steps with a loss; at step ' + last.step + ': ' + last.loss.toPrecision(5) +
+        (withLoss.length > 1 ? ' (first shown: ' + withLoss[0].loss.toPrecision(5) + ' at step ' + withLoss[0].step + ')' : '') + '.'
+      : steps.length ? 'The job reports no loss (a "loss" field in its step lines; examples/README.md).'
+        : 'No steps reported yet.';
+    if (typeof Chart === 'undefined') return;
+    if (charts.loss) {
+      charts.loss.data.datasets = datasets;
+      charts.loss.update('none');
+      return;
+    }
+    charts.loss = new Chart($('loss-chart'), {
+      type: 'scatter', data: { datasets: datasets },
+      options: {
+        animation: false, maintainAspectRatio: false, parsing: false,
+        scales: { x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
+          y: { title: { display: true, text: 'loss' } } }
       }
     });
   }
