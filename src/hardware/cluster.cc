@@ -310,6 +310,7 @@ Result<Cluster> Cluster::Build(ClusterSpec spec) {
       node.type = type;
       node.gpus = pool.gpus_per_node;
       node.rack = spec.nodes_per_rack > 0 ? node.id / spec.nodes_per_rack : 0;
+      node.index_in_type = static_cast<int>(info.nodes.size());
       info.nodes.push_back(node.id);
       info.total_gpus += node.gpus;
       c.total_gpus_ += node.gpus;

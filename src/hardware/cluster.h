@@ -61,6 +61,7 @@ struct ClusterNode {
   int type = 0;  // index into Cluster::types()
   int gpus = 0;
   int rack = 0;
+  int index_in_type = 0;  // its position in types()[type].nodes
 };
 
 class Cluster {

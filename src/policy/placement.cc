@@ -1,6 +1,7 @@
 #include "policy/placement.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <tuple>
 
@@ -49,34 +50,47 @@ std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
   return alloc;
 }
 
+void FreeMap::BuildBuckets() const {
+  const auto& types = cluster_->types();
+  words_.assign(types.size(), 0);
+  bucket_base_.assign(types.size(), 0);
+  size_t total = 0;
+  for (size_t t = 0; t < types.size(); ++t) {
+    words_[t] = static_cast<int>((types[t].nodes.size() + 63) / 64);
+    bucket_base_[t] = static_cast<int>(total);
+    total += static_cast<size_t>(types[t].max_gpus_per_node + 1) * static_cast<size_t>(words_[t]);
+  }
+  buckets_.assign(std::max<size_t>(total, 1), 0);
+  for (const ClusterNode& n : cluster_->nodes()) {
+    Bucket(n.type, free_[n.id])[n.index_in_type / 64] |= uint64_t{1} << (n.index_in_type % 64);
+  }
+}
+
 std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_nodes) const {
+  if (buckets_.empty()) BuildBuckets();
   const GpuTypeInfo& info = cluster_->types()[type];
-  // Best fit on one node.
-  int best = -1;
-  for (int id : info.nodes) {
-    int f = free_[id];
-    if (f >= gpus && (best < 0 || f < free_[best])) {
-      best = id;
-      if (f == gpus) break;
+  const int words = words_[type];
+  // Best fit on one node: the fewest free GPUs that hold the job, the first
+  // such node in the type's order.
+  for (int f = gpus; f <= info.max_gpus_per_node; ++f) {
+    const uint64_t* bits = Bucket(type, f);
+    for (int w = 0; w < words; ++w) {
+      if (bits[w] != 0) return Allocation{type, {{info.nodes[w * 64 + std::countr_zero(bits[w])], gpus}}};
     }
   }
-  if (best >= 0) return Allocation{type, {{best, gpus}}};
   // Fewest nodes: fullest-free first (ties: lower id), within one rack
   // when some rack can hold the job (its traffic then stays off the
   // oversubscribed uplinks): the rack needing the fewest nodes, then the
   // tightest fit, then the lowest id.
   // The nodes with free GPUs, most free first, ties in the type's node
-  // order: a counting sort by free GPUs (a stable sort's order; free counts
-  // are small).
-  int most = 0;
-  for (int id : info.nodes) most = std::max(most, free_[id]);
-  std::vector<int> start(most + 2, 0);  // per free count, descending: where its nodes begin
-  for (int id : info.nodes)
-    if (free_[id] > 0) ++start[most - free_[id] + 1];
-  for (int v = 1; v <= most + 1; ++v) start[v] += start[v - 1];
-  std::vector<int> order(start[most + 1]);
-  for (int id : info.nodes)
-    if (free_[id] > 0) order[start[most - free_[id]]++] = id;
+  // order: the buckets from the fullest down.
+  std::vector<int> order;
+  for (int f = info.max_gpus_per_node; f >= 1; --f) {
+    const uint64_t* bits = Bucket(type, f);
+    for (int w = 0; w < words; ++w) {
+      for (uint64_t x = bits[w]; x != 0; x &= x - 1) order.push_back(info.nodes[w * 64 + std::countr_zero(x)]);
+    }
+  }
   if (cluster_->num_racks() > 1) {
     std::vector<int> rack_free(cluster_->num_racks(), 0), rack_nodes(cluster_->num_racks(), 0);
     for (int id : order) {  // fullest first: count nodes until the job fits
@@ -209,9 +223,21 @@ void FreeMap::CountMultiNode(const Allocation& alloc, int delta) {
   for (const Placement& p : alloc.parts) multi_node_jobs_[p.node] += delta;
 }
 
+void FreeMap::SetFree(int node, int gpus) {
+  if (buckets_.empty()) {  // not built yet: built from free_ when first needed
+    free_[node] = gpus;
+    return;
+  }
+  const ClusterNode& n = cluster_->nodes()[node];
+  const uint64_t bit = uint64_t{1} << (n.index_in_type % 64);
+  Bucket(n.type, free_[node])[n.index_in_type / 64] &= ~bit;
+  free_[node] = gpus;
+  Bucket(n.type, gpus)[n.index_in_type / 64] |= bit;
+}
+
 void FreeMap::Release(const Allocation& alloc) {
   for (const Placement& p : alloc.parts) {
-    free_[p.node] += p.gpus;
+    SetFree(p.node, free_[p.node] + p.gpus);
     free_by_type_[alloc.type] += p.gpus;
   }
   CountMultiNode(alloc, -1);
@@ -227,7 +253,7 @@ bool FreeMap::IsFree(const Allocation& alloc) const {
 void FreeMap::Take(const Allocation& alloc) {
   for (const Placement& p : alloc.parts) {
     assert(free_[p.node] >= p.gpus && "FreeMap::Take of GPUs that are not free");
-    free_[p.node] -= p.gpus;
+    SetFree(p.node, free_[p.node] - p.gpus);
     free_by_type_[alloc.type] -= p.gpus;
   }
   CountMultiNode(alloc, +1);

@@ -40,6 +40,8 @@
 // Whether a placement is possible (CanPlace) does not depend on the rule.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,12 +83,32 @@ class FreeMap {
   static void SortByNode(Allocation& alloc);
   // Adds `delta` to the multi-node count of alloc's nodes if it spans >= 2.
   void CountMultiNode(const Allocation& alloc, int delta);
+  // Sets a node's free GPUs, keeping its bucket current once built.
+  void SetFree(int node, int gpus);
+  // Builds the buckets from free_ (on the first consolidated placement: a
+  // FreeMap that never places that way, or is copied as scratch, pays nothing).
+  void BuildBuckets() const;
+  // The bucket of `type` holding nodes with `free` free GPUs (clamped to
+  // [0, the type's largest node]), as words of bits over the type's node order.
+  uint64_t* Bucket(int type, int free) const {
+    return &buckets_[static_cast<size_t>(bucket_base_[type]) +
+                     static_cast<size_t>(std::clamp(free, 0, cluster_->types()[type].max_gpus_per_node)) *
+                         static_cast<size_t>(words_[type])];
+  }
 
   const Cluster* cluster_;
   PlacementRule rule_;
   std::vector<int> free_;
   std::vector<int> free_by_type_;
-  std::vector<int> max_free_by_type_;  // upper bound, refreshed lazily
+  // Each type's nodes by free GPUs, so that consolidated placement finds
+  // the best-fitting node, and the nodes in order of free GPUs, without
+  // scanning the type's nodes: bit i of bucket (t, f) is set when the i-th
+  // node of t (ClusterNode::index_in_type) has f free GPUs; f runs to the
+  // type's largest node.
+  // Empty until BuildBuckets.
+  mutable std::vector<int> words_;        // type -> 64-bit words per bucket
+  mutable std::vector<int> bucket_base_;  // type -> index of its bucket 0 in buckets_
+  mutable std::vector<uint64_t> buckets_;
   // lwf-kappa only (empty otherwise): per node, the allocations spanning
   // >= 2 nodes that use it.
   std::vector<int> multi_node_jobs_;

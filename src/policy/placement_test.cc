@@ -183,6 +183,98 @@ TEST(PlacementConsolidate, IsTheDefaultAndBestFits) {
   EXPECT_EQ(fm.Place(0, 7)->parts, (std::vector<Placement>{{1, 4}, {3, 3}}));  // fullest first
 }
 
+// The consolidated rule as a plain scan of the type's nodes (what FreeMap's
+// buckets must reproduce): the tightest single node (first in the type's
+// order among equals), else the nodes most-free first (ties in the type's
+// order) within the rack needing the fewest of them (then the tightest rack,
+// then the lowest), filled in that order.
+std::optional<Allocation> ScanConsolidated(const Cluster& c, const std::vector<int>& free, int type, int gpus,
+                                           int max_nodes) {
+  const std::vector<int>& nodes = c.types()[type].nodes;
+  int best = -1;
+  for (int id : nodes)
+    if (free[id] >= gpus && (best < 0 || free[id] < free[best])) best = id;
+  if (best >= 0) return Allocation{type, {{best, gpus}}};
+  std::vector<int> order;
+  for (int id : nodes)
+    if (free[id] > 0) order.push_back(id);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return free[a] > free[b]; });
+  int best_rack = -1, best_nodes = 0, best_free = 0;
+  for (int r = 0; r < c.num_racks(); ++r) {
+    int sum = 0, used = 0, total = 0;
+    for (int id : order) {
+      if (c.nodes()[id].rack != r) continue;
+      if (sum < gpus) ++used, sum += free[id];
+      total += free[id];
+    }
+    if (total < gpus) continue;
+    if (best_rack < 0 || used < best_nodes || (used == best_nodes && total < best_free))
+      best_rack = r, best_nodes = used, best_free = total;
+  }
+  if (c.num_racks() > 1 && best_rack >= 0)
+    std::erase_if(order, [&](int id) { return c.nodes()[id].rack != best_rack; });
+  Allocation a{type, {}};
+  int left = gpus;
+  for (int id : order) {
+    int take = std::min(left, free[id]);
+    if (take > 0) a.parts.push_back({id, take}), left -= take;
+  }
+  if (left > 0 || (max_nodes > 0 && a.nodes() > max_nodes)) return std::nullopt;
+  std::sort(a.parts.begin(), a.parts.end(), [](const Placement& x, const Placement& y) { return x.node < y.node; });
+  return a;
+}
+
+// Random free GPUs, placements and releases on racked nodes of mixed sizes
+// (one GPU type on 2- and 8-GPU nodes, another on 4-GPU nodes): every
+// placement equals the scan's.
+TEST(PlacementConsolidate, BucketsPlaceAsTheScanOfEveryNode) {
+  const char* yaml = R"(name: mixed
+racks: {nodes_per_rack: 5, oversubscription: 2.0}
+pools:
+  - {name: small, gpu: a100-80g, nodes: 70, gpus_per_node: 2, intra: pcie, network_gbps: 100}
+  - {name: big, gpu: a100-80g, nodes: 9, gpus_per_node: 8, intra: nvswitch, network_gbps: 100}
+  - {name: v, gpu: v100-32g, nodes: 13, gpus_per_node: 4, intra: nvlink-mesh, network_gbps: 100}
+)";
+  Cluster c = Cluster::Build(ParseClusterYaml(yaml, "mixed.yaml").value()).value();
+  ASSERT_EQ(c.types().size(), 2u);
+  std::mt19937 rng(7);
+  int placed = 0, multi = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int> free(c.nodes().size());
+    for (const ClusterNode& n : c.nodes()) free[n.id] = std::uniform_int_distribution<int>(0, n.gpus)(rng);
+    Snapshot snap;
+    snap.cluster = &c;
+    snap.free_gpus = free;
+    FreeMap fm(snap);
+    std::vector<Allocation> held;
+    for (int op = 0; op < 30; ++op) {
+      if (!held.empty() && rng() % 3 == 0) {
+        size_t k = rng() % held.size();
+        fm.Release(held[k]);
+        for (const Placement& p : held[k].parts) free[p.node] += p.gpus;
+        held.erase(held.begin() + static_cast<long>(k));
+        continue;
+      }
+      int type = static_cast<int>(rng() % 2);
+      int gpus = std::uniform_int_distribution<int>(1, rng() % 4 == 0 ? 40 : 8)(rng);
+      int max_nodes = rng() % 5 == 0 ? 3 : 0;
+      std::optional<Allocation> want =
+          fm.free_of_type(type) >= gpus ? ScanConsolidated(c, free, type, gpus, max_nodes) : std::nullopt;
+      std::optional<Allocation> got = fm.Place(type, gpus, max_nodes);
+      ASSERT_EQ(got.has_value(), want.has_value()) << "trial " << trial << " op " << op;
+      if (!got) continue;
+      ASSERT_EQ(*got, *want) << got->ToString(c) << " vs " << want->ToString(c);
+      for (const Placement& p : got->parts) free[p.node] -= p.gpus;
+      for (const ClusterNode& n : c.nodes()) ASSERT_EQ(fm.free_on(n.id), free[n.id]);
+      held.push_back(*got);
+      ++placed;
+      multi += got->nodes() > 1;
+    }
+  }
+  EXPECT_GT(placed, 1000);
+  EXPECT_GT(multi, 200);
+}
+
 TEST(PlacementFirstFit, TakesNodesInIdOrder) {
   Fixture rack;  // racks do not matter to first-fit
   rack.free = {1, 0, 3, 4, 2, 4};

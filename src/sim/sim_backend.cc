@@ -62,6 +62,7 @@ void SimBackend::Impl::ScheduleCompletion(JobState& j) {
 // `continues`: the same run goes on at a new rate (an epoch boundary), so
 // its checkpoint clock keeps counting.
 void SimBackend::Impl::BeginProgress(JobState& j, bool continues) {
+  timeline_dirty = true;
   j.view.phase = JobPhase::kRunning;
   j.segment_start = now;
   j.segment_start_iters = j.view.done_iterations;
@@ -94,6 +95,7 @@ void SimBackend::Impl::RemoveRunning(int index) {
 }
 
 void SimBackend::Impl::Release(JobState& j) {
+  timeline_dirty = true;
   if (j.view.alloc.nodes() > 1) contention_dirty = true;
   for (const Placement& p : j.view.alloc.parts) {
     if (up[p.node]) free[p.node] += p.gpus;
@@ -105,6 +107,7 @@ void SimBackend::Impl::Release(JobState& j) {
 
 // Sets an app job's truth rate on `alloc` at its current epoch.
 void SimBackend::Impl::SetAppRate(JobState& j, AppJob& a, const Allocation& alloc) {
+  timeline_dirty = true;
   AppRate r = player.SetRate(a, alloc);
   j.iteration_time_s = r.iteration_time_s;
   j.samples_per_iter = r.samples_per_iter;
@@ -190,6 +193,7 @@ std::string SimBackend::Impl::Admit(JobState& j) {
 }
 
 void SimBackend::Impl::Arrive(int index) {
+  timeline_dirty = true;
   JobState& j = jobs[index];
   j.progress_since = now;
   j.view.alloc_since = now;
@@ -244,6 +248,7 @@ void SimBackend::Impl::Arrive(int index) {
 }
 
 void SimBackend::Impl::Profiled(JobState& j) {
+  timeline_dirty = true;
   Touch(j);
   --profiling_jobs;
   j.status = Status_::kActive;
@@ -254,6 +259,7 @@ void SimBackend::Impl::Profiled(JobState& j) {
 }
 
 void SimBackend::Impl::Complete(JobState& j) {
+  timeline_dirty = true;
   Touch(j);
   j.view.done_iterations = j.view.total_iterations;
   j.status = Status_::kFinished;
@@ -286,6 +292,7 @@ void SimBackend::Impl::ScheduleFailure(int node) {
 
 void SimBackend::Impl::Fail(int node) {
   if (!up[node]) return;
+  timeline_dirty = true;
   if (log != nullptr) Log("fail node=" + std::to_string(node));
   // Jobs on the node fall back to their last checkpoint.
   std::vector<int> hit;
@@ -332,6 +339,7 @@ void SimBackend::Impl::Fail(int node) {
 }
 
 void SimBackend::Impl::Repair(int node) {
+  timeline_dirty = true;
   up[node] = 1;
   free[node] = cluster.nodes()[node].gpus;
   down_gpus -= cluster.nodes()[node].gpus;
@@ -419,7 +427,7 @@ BackendEvents SimBackend::Impl::Advance(SimTime t) {
 
 void SimBackend::Impl::Settle() {
   if (contention_dirty) UpdateContention();
-  Record();
+  if (timeline_dirty) Record();
 }
 
 // Nothing will change without the policy: no arrivals left, nothing

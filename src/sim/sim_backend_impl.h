@@ -166,6 +166,12 @@ struct SimBackend::Impl {
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
+  // Something the timeline reads changed since the last Record (a job's
+  // allocation, phase or rate; the active, running or profiling jobs; the
+  // GPUs down). Settle records only then: the point it would add otherwise
+  // repeats the last one, which Record leaves out anyway. Set by every
+  // function that changes those (below), cleared by Record.
+  bool timeline_dirty = true;
   NetworkModel network;
   // The groups of multi-node jobs the network model last rated, by their
   // members' (job, allocation) pairs: unchanged groups keep their rates.

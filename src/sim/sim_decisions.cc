@@ -36,6 +36,7 @@ double SimBackend::Impl::StartDelay(const JobState& j, const Allocation& alloc) 
 // The decision was checked against the snapshot (sched/loop.h
 // CheckDecision); only the truth can still refuse it.
 Status SimBackend::Impl::Apply(const Decision& d) {
+  timeline_dirty = true;
   for (const auto& [idx, why] : d.reject) {
     JobState& j = jobs[idx];
     Touch(j);
@@ -145,6 +146,7 @@ void SimBackend::Impl::SetRate(JobState& j, const JobRate& r) {
 }
 
 void SimBackend::Impl::StartOrDelay(JobState& j, double delay) {
+  timeline_dirty = true;
   if (delay > 0) {
     j.view.phase = JobPhase::kStarting;
     j.ready_at = now + Seconds(delay);
@@ -215,9 +217,10 @@ void SimBackend::Impl::Rerate(JobState& j, double iteration_s) {
   // measured window), not worth an event.
   if (std::abs(iteration_s - j.iteration_time_s) <= 1e-2 * j.iteration_time_s) return;
   Touch(j);
+  timeline_dirty = true;
   j.iteration_time_s = iteration_s;
   if (log != nullptr)
-    if (log != nullptr) Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
+    Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
         " iter_s=" + FormatIter(j.iteration_time_s));
   ++j.version;
   BeginProgress(j, /*continues=*/true);

@@ -12,6 +12,7 @@ namespace tessel {
 using namespace sim_detail;  // NOLINT: the backend's own internal types
 
 void SimBackend::Impl::Record() {
+  timeline_dirty = false;
   TimelinePoint p;
   p.time = now;
   for (int idx : running) {
