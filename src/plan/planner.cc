@@ -149,9 +149,9 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
         if (p > 1 && M % p == 0) {
           std::vector<int> uneven;  // for frameworks that place layers unevenly
           for (int v = 2; v <= layers / p && v <= 8; ++v) (layers % (p * v) == 0 ? vs : uneven).push_back(v);
-          if (grid && vs.size() > 2) vs.resize(2);
-          // Uneven splits in the full search only; a grid keeps the even ones.
-          if (!grid) vs.insert(vs.end(), uneven.begin(), uneven.end());
+          // A grid tries every interleaving the full search does (even and
+          // uneven splits): with p fixed it loses nothing to the full search.
+          vs.insert(vs.end(), uneven.begin(), uneven.end());
         }
         if (req.virtual_stages > 0) {
           // A stated v is taken beyond the search's cap of 8 (NeMo's

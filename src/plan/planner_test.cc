@@ -83,25 +83,30 @@ TEST(Planner, Gpt3OnThousandA100s) {
   EXPECT_TRUE(best.plan.tp * best.plan.pp > 1 || best.plan.zero == 3);
 }
 
-TEST(Planner, GridBestWithinThreePercentOfFullSearchSameP) {
+// Within one grid (p fixed) the grid search finds the full search's best
+// plan, within 1% (issue 37: GPT-3 175B on 1,024 A100-80G at p = 8 lost
+// 5.3% when the grid tried two interleavings).
+TEST(Planner, GridBestWithinOnePercentOfFullSearchSameP) {
   struct G {
     const char* model;
     const char* gpu;
     int gpus, batch, pp;
   };
-  for (const G& g : {G{"gpt3-175b", "a100-80g", 256, 512, 8}, G{"llama2-13b", "a100-40g", 32, 256, 2},
-                     G{"bert__6.7B", "v100-32g", 16, 256, 2}, G{"gpt-18.4b", "h100-sxm", 64, 512, 1}}) {
+  for (const G& g : {G{"gpt3-175b", "a100-80g", 1024, 1536, 8}, G{"gpt3-175b", "a100-80g", 256, 512, 8},
+                     G{"llama2-13b", "a100-40g", 32, 256, 2}, G{"bert__6.7B", "v100-32g", 16, 256, 2},
+                     G{"gpt-18.4b", "h100-sxm", 64, 512, 1}, G{"llama2-70b", "h100-sxm", 64, 256, 4}}) {
     const ModelSpec& m = **FindModel(g.model);
     PlanRequest full = Make(m, g.gpu, g.gpus, g.batch);
     full.pp = g.pp;
     PlanRequest grid = full;
     grid.mode = SearchMode::kGrid;
+    grid.top_k = 32;  // as `tessel plan --search grid` and the policies ask
     auto f = SearchPlans(Estimator(), full);
     auto r = SearchPlans(Estimator(), grid);
     ASSERT_TRUE(f.ok() && r.ok());
     ASSERT_FALSE(f->plans.empty()) << g.model;
     ASSERT_FALSE(r->plans.empty()) << g.model;
-    EXPECT_GE(r->plans.front().samples_per_s, 0.97 * f->plans.front().samples_per_s) << g.model;
+    EXPECT_GE(r->plans.front().samples_per_s, 0.99 * f->plans.front().samples_per_s) << g.model;
     EXPECT_LE(r->candidates_evaluated, f->candidates_evaluated);
     EXPECT_LE(r->plans.size(), 32u);
     // Pareto: throughput falls as memory falls.
