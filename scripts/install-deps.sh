@@ -6,7 +6,8 @@
 # sanitizer and fuzzing builds clang with its runtimes (libFuzzer, ASan,
 # UBSan) and llvm-symbolizer. report.html embeds Chart.js (libjs-chart.js)
 # at build time; its browser test drives headless Chromium (chromium,
-# chromium-driver, python3-selenium).
+# chromium-driver, python3-selenium). The Python module (`import tessel`)
+# builds with pybind11 against Debian's python3; its tests use pandas.
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ccache
@@ -16,6 +17,7 @@ PACKAGES=(
   libsqlite3-dev libcpp-httplib-dev curl
   munge slurmctld slurmd slurm-client
   python3-torch
+  pybind11-dev python3-dev python3-pandas
   clang libclang-rt-dev llvm
   chromium chromium-driver python3-selenium
 )

@@ -18,10 +18,6 @@
 namespace tessel {
 namespace {
 
-int ExitCode(const Status& s) {
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
-}
-
 void ShowNotes(const SimSetup& setup, std::ostream& err) {
   for (const std::string& n : setup.notes) err << "note: " << n << "\n";
 }

@@ -101,6 +101,10 @@ void SimFlags::Add(CLI::App& app) {
   app.add_flag("--no-progress", no_progress, "No progress bar on stderr");
 }
 
+int ExitCode(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? 2 : 1;
+}
+
 Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (!f.out.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputDir("--out", f.out));
   if (!f.event_log.empty()) TESSEL_RETURN_IF_ERROR(CheckOutputFile("--event-log", f.event_log));

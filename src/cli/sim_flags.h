@@ -75,6 +75,10 @@ struct SimSetup {
 
 Result<SimSetup> ResolveSim(const SimFlags& flags);
 
+// The exit code of a failed simulate/compare: 2 for the user's input
+// (InvalidArgument, NotFound), 1 otherwise.
+int ExitCode(const Status& s);
+
 // Runs `policy_spec` on the setup. Progress goes to `err` when it is a
 // terminal (stderr is a TTY) and the run is long.
 Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, const std::string& policy_spec,

@@ -221,6 +221,10 @@ void RenderComparison(const std::vector<Summary>& list, std::ostream& out) {
 }
 
 Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::string& path) {
+  return WriteFile(path, JobsCsv(r, cluster));
+}
+
+std::string JobsCsv(const SimResult& r, const Cluster& cluster) {
   std::ostringstream out;
   out << "job_id,user,model,requested_gpus,requested_gpu_type,outcome,reason,submit_s,first_start_s,finish_s,"
          "jct_s,queueing_s,waiting_s,reconfig_s,restarts,preemptions,failures,total_iterations,done_iterations,"
@@ -250,7 +254,7 @@ Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::strin
         << ',' << (j.deadline ? Num(ToSeconds(*j.deadline), 12) : "") << ','
         << (j.deadline ? (j.DeadlineMet() ? "true" : "false") : "") << '\n';
   }
-  return WriteFile(path, out.str());
+  return out.str();
 }
 
 Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows) {

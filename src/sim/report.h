@@ -35,6 +35,8 @@ void RenderSummary(const Summary& s, std::ostream& out);
 void RenderComparison(const std::vector<Summary>& list, std::ostream& out);
 
 Status WriteJobsCsv(const SimResult& r, const Cluster& cluster, const std::string& path);
+// jobs.csv's text: one row per job (WriteJobsCsv writes it).
+std::string JobsCsv(const SimResult& r, const Cluster& cluster);
 // The timeline resampled to `rows` at most equal intervals, each row the
 // time-weighted mean over its interval.
 Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows = 2000);
