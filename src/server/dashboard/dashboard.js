@@ -571,76 +571,62 @@
       : previous !== null ? 'none now (' + j.state + '); the last launch ran ' + previous : 'none (not placed yet)';
   }
 
-  function drawSteps(steps) {
-    // One series per allocation (GPU type x count), so a move shows.
+  // One series per allocation (GPU type x count), so a move shows: each
+  // step's `field` against its step number, labelled "`what` on 2 x a100".
+  function perAllocation(steps, field, what, colourOffset) {
     var groups = [];
     var index = {};
     steps.forEach(function (s) {
       var k = s.gpus + ' \u00d7 ' + s.gpu_type;
       if (!(k in index)) { index[k] = groups.length; groups.push({ label: k, data: [] }); }
-      groups[index[k]].data.push({ x: s.step, y: s.step_time_s });
+      groups[index[k]].data.push({ x: s.step, y: s[field] });
     });
-    var datasets = groups.map(function (g, i) {
-      var c = PALETTE[(i + 10) % PALETTE.length];
-      return { label: 'step time on ' + g.label, data: g.data, borderColor: c, backgroundColor: c, pointRadius: 2,
+    return groups.map(function (g, i) {
+      var c = PALETTE[(i + colourOffset) % PALETTE.length];
+      return { label: what + ' on ' + g.label, data: g.data, borderColor: c, backgroundColor: c, pointRadius: 2,
         borderWidth: 1.5, showLine: true };
     });
-    $('steps-note').textContent = steps.length
-      ? steps.length + ' of the latest steps the job reported (up to ' + JOB_STEPS + ' with profiling steps). ' +
-        'Median ' + median(steps.map(function (s) { return s.step_time_s; })).toFixed(3) + ' s.'
-      : 'No steps reported yet (the job appends them to TESSEL_METRICS_FILE).';
+  }
+
+  // A scatter chart over step numbers in charts[key], drawn on `canvas` once
+  // and updated in place after.
+  function drawStepChart(key, canvas, datasets, yAxis) {
     if (typeof Chart === 'undefined') return;
-    if (charts.steps) {
-      charts.steps.data.datasets = datasets;
-      charts.steps.update('none');
+    if (charts[key]) {
+      charts[key].data.datasets = datasets;
+      charts[key].update('none');
       return;
     }
-    charts.steps = new Chart($('steps-chart'), {
+    charts[key] = new Chart($(canvas), {
       type: 'scatter', data: { datasets: datasets },
       options: {
         animation: false, maintainAspectRatio: false, parsing: false,
-        scales: { x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
-          y: { beginAtZero: true, title: { display: true, text: 'step time (s)' } } }
+        scales: { x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } }, y: yAxis }
       }
     });
   }
 
-  // The loss each step reported (the mean over its global batch), one
-  // series per allocation as for step time; steps without one are left out.
+  function drawSteps(steps) {
+    $('steps-note').textContent = steps.length
+      ? steps.length + ' of the latest steps the job reported (up to ' + JOB_STEPS + ' with profiling steps). ' +
+        'Median ' + median(steps.map(function (s) { return s.step_time_s; })).toFixed(3) + ' s.'
+      : 'No steps reported yet (the job appends them to TESSEL_METRICS_FILE).';
+    drawStepChart('steps', 'steps-chart', perAllocation(steps, 'step_time_s', 'step time', 10),
+      { beginAtZero: true, title: { display: true, text: 'step time (s)' } });
+  }
+
+  // The loss each step reported (the mean over its global batch); steps
+  // without one are left out.
   function drawLoss(steps) {
     var withLoss = steps.filter(function (s) { return s.loss !== null && s.loss !== undefined; });
-    var groups = [];
-    var index = {};
-    withLoss.forEach(function (s) {
-      var k = s.gpus + ' \u00d7 ' + s.gpu_type;
-      if (!(k in index)) { index[k] = groups.length; groups.push({ label: k, data: [] }); }
-      groups[index[k]].data.push({ x: s.step, y: s.loss });
-    });
-    var datasets = groups.map(function (g, i) {
-      var c = PALETTE[(i + 3) % PALETTE.length];
-      return { label: 'loss on ' + g.label, data: g.data, borderColor: c, backgroundColor: c, pointRadius: 2,
-        borderWidth: 1.5, showLine: true };
-    });
     var last = withLoss.length ? withLoss[withLoss.length - 1] : null;
     $('loss-note').textContent = last
       ? withLoss.length + ' steps with a loss; at step ' + last.step + ': ' + last.loss.toPrecision(5) +
         (withLoss.length > 1 ? ' (first shown: ' + withLoss[0].loss.toPrecision(5) + ' at step ' + withLoss[0].step + ')' : '') + '.'
       : steps.length ? 'The job reports no loss (a "loss" field in its step lines; examples/README.md).'
         : 'No steps reported yet.';
-    if (typeof Chart === 'undefined') return;
-    if (charts.loss) {
-      charts.loss.data.datasets = datasets;
-      charts.loss.update('none');
-      return;
-    }
-    charts.loss = new Chart($('loss-chart'), {
-      type: 'scatter', data: { datasets: datasets },
-      options: {
-        animation: false, maintainAspectRatio: false, parsing: false,
-        scales: { x: { type: 'linear', title: { display: true, text: 'step' }, ticks: { precision: 0 } },
-          y: { title: { display: true, text: 'loss' } } }
-      }
-    });
+    drawStepChart('loss', 'loss-chart', perAllocation(withLoss, 'loss', 'loss', 3),
+      { title: { display: true, text: 'loss' } });
   }
 
   // ---- start ----
