@@ -9,7 +9,7 @@
 
 #include "model/catalog.h"
 #include "policy/arena_admission.h"
-#include "policy/network_model.h"
+#include "network/network_model.h"
 #include "policy/goodput_alloc.h"
 #include "policy/job_facts_cache.h"
 #include "policy/placement.h"

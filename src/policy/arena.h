@@ -71,7 +71,7 @@
 // Load-aware: a grid that must span racks is timed at the share of the
 // rack uplinks it can expect given the multi-node jobs already running,
 // each loading the links of its ring by its duty cycle (the flow-level
-// network model's mean field, policy/network_model.h; option network=false
+// network model's mean field, network/network_model.h; option network=false
 // turns it off).
 //
 // Deadlines (arena-ddl, or option deadline=true): for a job with a

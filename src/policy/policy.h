@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "network/network_model.h"
 #include "policy/profiling.h"
 #include "policy/snapshot.h"
 #include "policy/throughput.h"

@@ -12,6 +12,7 @@
 
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
+#include "hardware/allocation.h"
 #include "hardware/cluster.h"
 #include "policy/placement_rule.h"
 #include "policy/throughput.h"
@@ -19,42 +20,12 @@
 
 namespace tessel {
 
-struct Placement {
-  int node = 0;
-  int gpus = 0;
-  bool operator==(const Placement&) const = default;
-};
-
-// GPUs of one type on one or more nodes. Empty = no GPUs.
-struct Allocation {
-  int type = -1;                 // index into Cluster::types()
-  std::vector<Placement> parts;  // ascending node ids, gpus > 0
-
-  bool empty() const { return parts.empty(); }
-  int gpus() const {
-    int n = 0;
-    for (const Placement& p : parts) n += p.gpus;
-    return n;
-  }
-  int nodes() const { return static_cast<int>(parts.size()); }
-  bool operator==(const Allocation&) const = default;
-  // "a100-40g x8 on n3:4,n7:4"
-  std::string ToString(const Cluster& cluster) const;
-};
-
 enum class JobPhase {
   kPending,      // waiting for GPUs (never started, or suspended)
   kStarting,     // holds GPUs, loading/reconfiguring: no progress yet
   kRunning,      // holds GPUs and makes progress
 };
 const char* JobPhaseName(JobPhase p);
-
-// How a multi-node job's transfer starts when another job's transfer is
-// using one of its links (Wang et al. 2020; policy/network_model.h):
-// kConcurrent shares the links at once (max-min; their SRSF(2)), kSerial
-// waits until they are free (SRSF(1)), kAdaDual decides per transfer.
-enum class CommSchedule { kConcurrent, kSerial, kAdaDual };
-const char* CommScheduleName(CommSchedule s);
 
 // What a job's agent tells the scheduler (Pollux §4.1: the job-level half
 // of co-adaptive scheduling). Only jobs played from an application profile

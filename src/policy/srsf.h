@@ -11,7 +11,7 @@
 //   srsf-accept   the same order, transfers always start at once and share
 //                 the links max-min ("SRSF(2)").
 // The backend plays the transfers (PolicyTraits::comm_schedule,
-// policy/network_model.h); the policy orders and places jobs.
+// network/network_model.h); the policy orders and places jobs.
 //
 // Deviations: the paper's GPUs are shared (a job's tasks queue on the GPUs
 // LWF-κ gave it and each GPU runs its shortest-remaining-service task

@@ -31,7 +31,7 @@ struct JobRate {
   ParallelPlan plan;            // the plan this rate assumes
   std::string reason;           // why it does not fit, when !fits
   // Inter-node communication per iteration (0 on one node), for the
-  // flow-level network model (policy/network_model.h): how long the job's
+  // flow-level network model (network/network_model.h): how long the job's
   // traffic occupies each of its nodes' NICs alone at full bandwidth, and
   // how much of that is not hidden behind compute (exposed <= network).
   double network_s = 0;
@@ -69,7 +69,7 @@ class ThroughputModel {
   // lifetime.
   virtual const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) = 0;
   // The same with only `network_share` (0, 1] of each node's network
-  // bandwidth (arena's expected link share, policy/network_model.h). Sources that
+  // bandwidth (arena's expected link share, network/network_model.h). Sources that
   // cannot model it (measured tables) answer Rate().
   virtual const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) {
     (void)network_share;

@@ -53,7 +53,7 @@ struct FailureModel {
   std::vector<std::pair<SimTime, int>> at;
 };
 
-// The flow-level network model (policy/network_model.h): the truth for jobs
+// The flow-level network model (network/network_model.h): the truth for jobs
 // spread over nodes.
 struct NetworkConfig {
   bool enabled = true;  // off: multi-node jobs run at their rate alone

@@ -8,7 +8,7 @@
 // policy decides with its *belief*. A restart costs checkpoint save + load,
 // the restart overhead and (for adaptive policies) the plan search, with
 // the GPUs held and no progress. Jobs spread over nodes share the network's
-// links (policy/network_model.h): after allocations change, the groups of
+// links (network/network_model.h): after allocations change, the groups of
 // such jobs that share links are re-rated together.
 //
 // Deterministic: the same inputs and seed give the same events byte for

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/network_model.h"
+#include "network/network_model.h"
 #include "sim/app_player.h"
 #include "sim/sim_backend.h"
 
@@ -258,7 +258,7 @@ struct SimBackend::Impl {
   // its own iteration.
   void NetworkOf(sim_detail::JobState& j, const JobRate& truth_rate, const Allocation& alloc);
 
-  // The flow-level network model (policy/network_model.h): after
+  // The flow-level network model (network/network_model.h): after
   // allocations change, every group of running multi-node jobs that share
   // links and changed since it was last rated is re-rated together. Jobs
   // played from profiles keep their measured rates.

@@ -172,7 +172,7 @@ void SimBackend::Impl::NetworkOf(JobState& j, const JobRate& truth_rate, const A
   j.network_exposed_s = std::min(r->network_exposed_s * scale, j.network_s);
 }
 
-// The flow-level network model (policy/network_model.h): after
+// The flow-level network model (network/network_model.h): after
 // allocations change, every group of running multi-node jobs that share
 // links and changed since it was last rated is re-rated together. Jobs
 // played from profiles keep their measured rates.

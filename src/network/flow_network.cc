@@ -1,4 +1,4 @@
-#include "policy/flow_network.h"
+#include "network/flow_network.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 // A job spanning n >= 2 nodes repeats an iteration: compute, and its
 // inter-node traffic as a ring over its nodes (each node sends to the next
 // one; a ring all-reduce's steady traffic), each hop a flow over the links
-// of the cluster's fabric (policy/flow_network.h: node NICs, rack uplinks
+// of the cluster's fabric (network/flow_network.h: node NICs, rack uplinks
 // with their oversubscription). Its ThroughputModel rate says how long the
 // iteration takes alone (I), how long its traffic occupies its NICs alone
 // (W, JobRate::network_s) and how much of W is not hidden behind compute
@@ -38,11 +38,19 @@
 #include <utility>
 #include <vector>
 
+#include "hardware/allocation.h"
 #include "hardware/cluster.h"
-#include "policy/flow_network.h"
-#include "policy/snapshot.h"
+#include "network/flow_network.h"
 
 namespace tessel {
+
+// How a multi-node job's transfer starts when another job's transfer is
+// using one of its links (Wang et al. 2020): kConcurrent shares the links at
+// once (max-min; their SRSF(2)), kSerial waits until they are free
+// (SRSF(1)), kAdaDual decides per transfer. The policy's choice
+// (PolicyTraits::comm_schedule).
+enum class CommSchedule { kConcurrent, kSerial, kAdaDual };
+const char* CommScheduleName(CommSchedule s);
 
 // A running multi-node job as the network model sees it.
 struct CommJob {

@@ -1,4 +1,4 @@
-#include "policy/network_model.h"
+#include "network/network_model.h"
 
 #include <algorithm>
 #include <cmath>
