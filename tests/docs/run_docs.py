@@ -7,8 +7,8 @@ on GitHub):
     <!-- runnable: file NAME -->   the block's text is written to NAME (for later blocks to use)
 Each document's blocks run in order in a scratch folder of their own, which links build/,
 examples/, scripts/ and python/ to the repository's, with TESSEL_DATA set (blocks that use it
-are skipped, and say so, when the data is absent; a block identical to one already run is not
-run again). A block fails when any command in it exits
+are skipped, and say so, when the data is absent, and blocks that use build/python when the
+build has no Python module; a block identical to one already run is not run again). A block fails when any command in it exits
 non-zero or it runs past --timeout seconds. Exit 1 when a block failed or nothing was marked.
 
     tests/docs/run_docs.py [--build build] [--timeout 300] [--only README.md]
@@ -78,6 +78,7 @@ def main():
     build = os.path.abspath(a.build)
     data = os.path.abspath(os.environ.get("TESSEL_DATA") or os.path.join(ROOT, "..", "shared", "data"))
     have_data = os.path.isdir(data)
+    have_module = bool(glob.glob(os.path.join(build, "python", "tessel", "_tessel*.so")))
     docs = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "examples", "README.md")]
     docs += sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
     env = dict(os.environ, TESSEL_DATA=data)
@@ -103,6 +104,10 @@ def main():
             if "TESSEL_DATA" in text and not have_data:
                 skipped += 1
                 print(f"SKIP  {where}: uses $TESSEL_DATA, and {data} does not exist")
+                continue
+            if "build/python" in text and not have_module:
+                skipped += 1
+                print(f"SKIP  {where}: uses the Python module, not built in {build} (no pybind11, or a sanitizer build)")
                 continue
             if text in ran:
                 print(f"SAME  {where}: the block at {ran[text]}, which ran")
