@@ -2,9 +2,7 @@
 
 #include <sqlite3.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <utility>
 

@@ -29,7 +29,7 @@ class SubmissionBatcher {
   // Stores `job` (state pending) and returns its id once it is durable.
   Result<int64_t> Add(const NewJob& job);
 
-  // Transactions committed or failed so far (for tests and /metrics).
+  // Transactions committed or failed so far (tests read it).
   int64_t batches() const;
 
  private:

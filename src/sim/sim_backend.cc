@@ -259,7 +259,6 @@ void SimBackend::Impl::Profiled(JobState& j) {
 }
 
 void SimBackend::Impl::Complete(JobState& j) {
-  timeline_dirty = true;
   Touch(j);
   j.view.done_iterations = j.view.total_iterations;
   j.status = Status_::kFinished;

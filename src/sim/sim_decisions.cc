@@ -217,7 +217,6 @@ void SimBackend::Impl::Rerate(JobState& j, double iteration_s) {
   // measured window), not worth an event.
   if (std::abs(iteration_s - j.iteration_time_s) <= 1e-2 * j.iteration_time_s) return;
   Touch(j);
-  timeline_dirty = true;
   j.iteration_time_s = iteration_s;
   if (log != nullptr)
     Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
