@@ -8,6 +8,7 @@
 #include "perf/collective.h"
 #include "perf/compute.h"
 #include "perf/memory.h"
+#include "perf/pipeline_schedule.h"
 
 namespace tessel {
 
@@ -500,6 +501,9 @@ Result<Estimate> Estimator::Run(const EstimateRequest& req) const {
   return RunUnchecked(req);
 }
 
+// Pipelines this deep or deeper are priced by their schedule.
+constexpr int kScheduledPipelineStages = 8;
+
 Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   const ParallelPlan& p = req.plan;
   const ModelSpec& m = *req.model;
@@ -609,9 +613,27 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
   const double M = p.num_micro_batches;
   const double s_max = worst_t;
-  const double s_avg = sum / p.pp;
-  double bubble = (p.pp - 1) * s_avg / p.virtual_stages;
-  double pipe = M * s_max + bubble;
+  // Deep pipelines (p >= 8) priced step by step (pipeline_schedule.h):
+  // each stage's forward and backward with their collectives and its half
+  // of the sends each way. The closed form ((p - 1) / v mean stage times of
+  // bubble) is what the schedule gives for equal stages; shallower
+  // pipelines keep it (the schedule's placing costs about a microsecond per
+  // stage and micro-batch group, which the simulator's planners pay on
+  // every estimate), and it is the fallback.
+  double pipe = M * s_max + (p.pp - 1) * (sum / p.pp) / p.virtual_stages;
+  if (p.pp >= kScheduledPipelineStages) {
+    std::vector<PipelineStageTime> times;
+    times.reserve(p.pp);
+    for (const Stage& st : stages) {
+      const LayerCost& lc = st.cost;
+      PipelineStageTime t{lc.fwd_s + lc.tp_fwd_s + lc.ep_s / 2 + p2p / 2,
+                          lc.bwd_s + lc.recompute_s + lc.tp_bwd_s + lc.ep_s / 2 + p2p / 2};
+      times.insert(times.end(), st.copies, t);
+    }
+    double scheduled = PipelineIterationTime(times, p.num_micro_batches, p.virtual_stages);
+    if (scheduled > 0) pipe = scheduled;
+  }
+  const double bubble = pipe - M * s_max;
   const LayerCost& ws = stages[worst].cost;
 
   // Data-parallel synchronisation. Every stage's data-parallel group
@@ -630,6 +652,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // Frameworks that reduce gradients only after the last micro-batch
   // (DeepSpeed's pipeline engine) hide nothing.
   const double ov = fw.dp_overlap ? params_.dp_overlap_fraction : 0.0;
+  const bool gather_once = p.zero == 3 && p.pp > 1 && fw.zero3_gather_once_under_pipeline;
   // {total, exposed} seconds of one stage's gradient sync over `group` ranks.
   auto sync = [&](const LayerCost& st, double params, int group) -> std::pair<double, double> {
     if (group <= 1 || params <= 0) return {0.0, 0.0};
@@ -648,6 +671,15 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
                          : 1.0;
       double ag = units * coll.Time(Collective::kAllGather, weight_bytes / units, g);
       double rs = units * coll.Time(Collective::kReduceScatter, grad_bytes / units, g);
+      // Under pipelining the framework may gather once per step and
+      // reduce-scatter once after the last backward, every unit at once
+      // (FrameworkProfile::zero3_gather_once_under_pipeline): the gather
+      // hides behind the first micro-batch's forward, the reduce-scatter
+      // only behind the cool-down (slack, below).
+      if (gather_once) {
+        double pf_once = fw.zero3_prefetch > 0 ? params_.dp_overlap_fraction : 0.0;
+        return {ag + rs, std::max(0.0, ag - pf_once * st.fwd_s) + rs};
+      }
       double total = M * (2 * ag + rs);
       // Gathers prefetched `zero3_prefetch` layers ahead hide behind the
       // compute of the layers before them; none hide without prefetch.
@@ -752,13 +784,18 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     // the FP8 weight and its transpose, 2 bytes per parameter as a 16-bit
     // copy would take, beside the optimizer's fp32 master weights).
     mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
-    if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
+    if (gather_once) {  // the whole stage gathered for the step
+      mem.weights_gib += st.params * sb.weights / kGiB;
+    } else if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
       double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);
       double live = (1 + std::max(1, fw.zero3_prefetch)) * per_layer;
       if (fw.zero3_max_live_params > 0) live = std::min(live, fw.zero3_max_live_params);
       mem.weights_gib += live * sb.weights / kGiB;
     }
     mem.gradients_gib = (p.zero >= 2 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.gradients / kGiB;
+    // ... and its gradients accumulated whole, in fp32, until the last
+    // backward's reduce-scatter.
+    if (gather_once) mem.gradients_gib += st.params * 4.0 / kGiB;
     mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
     // The first stage holds the most micro-batches in flight; later stages
     // fewer (p - i under 1F1B).

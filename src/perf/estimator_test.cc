@@ -490,6 +490,36 @@ TEST(Frameworks, DeepSpeedZero3GathersEachWeightMatrix) {
   EXPECT_NEAR(extra[1] / extra[0], 1535.0 / 767.0, 0.01);
 }
 
+// torchtitan's FSDP under pipelining gathers a stage's weights once per
+// step and reduce-scatters once after the last backward: its data-parallel
+// communication does not grow with the micro-batches, while a framework
+// that gathers per micro-batch (Megatron FSDP here) pays M times. The stage
+// then holds its weights (16 bits) and gradients (fp32) whole.
+TEST(Frameworks, FsdpUnderPipelineGathersOncePerStep) {
+  PerfParams per_mb =
+      DefaultsWithFramework("fsdp", [](FrameworkProfile& f) { f.zero3_gather_once_under_pipeline = false; });
+  double once[2], each[2];
+  int i = 0;
+  for (int batch : {128, 256}) {
+    Req r = Req("llama3-70b", "h100-sxm", 256, batch).Plan(8, 8, 4, 1).Zero(3).Rc(Recompute::kFull);
+    Estimate a = Req(r).Fw("fsdp").Run(), b = Req(r).Fw("fsdp", per_mb).Run(per_mb);
+    once[i] = a.breakdown.dp_comm_s;
+    each[i] = b.breakdown.dp_comm_s;
+    EXPECT_LT(a.iteration_time_s, b.iteration_time_s);
+    // Stage of 80/4 layers, t = 8: weights whole at 2 bytes, gradients at 4.
+    double stage_params = 70.56e9 / 32;
+    EXPECT_GT(a.memory.weights_gib - b.memory.weights_gib, 0.8 * stage_params * 2 / (1 << 30));
+    EXPECT_GT(a.memory.gradients_gib - b.memory.gradients_gib, 0.9 * stage_params * 4 / (1 << 30));
+    ++i;
+  }
+  EXPECT_DOUBLE_EQ(once[0], once[1]);
+  EXPECT_NEAR(each[1] / each[0], 2.0, 1e-9);
+  EXPECT_NEAR(each[0] / once[0], 16.0 * 3 / 2, 1e-6);  // M = 16: 2 gathers + 1 reduce-scatter each, against 1 + 1
+  // Without pipelining every micro-batch gathers (FSDP's own behaviour).
+  Req flat = Req("llama3-8b", "h100-sxm", 64, 256).Plan(64, 1, 1, 1).Zero(3);
+  EXPECT_DOUBLE_EQ(Req(flat).Fw("fsdp").Run().iteration_time_s, Req(flat).Fw("fsdp", per_mb).Run(per_mb).iteration_time_s);
+}
+
 // DeepSpeed's BF16_Optimizer adds each micro-batch's gradients into an fp32
 // copy outside the backward kernels: 18 bytes per parameter of the stage,
 // paid every micro-batch (so in proportion to M), in bf16 runs only.
@@ -520,6 +550,34 @@ TEST(Frameworks, DeepSpeedSendsWholeActivations) {
   Estimate mg = Req(r).Fw("megatron-legacy").Run(), ds = Req(r).Fw("deepspeed").Run();
   EXPECT_GT(ds.breakdown.pp_p2p_s, 4 * mg.breakdown.pp_p2p_s);
   EXPECT_LT(ds.breakdown.pp_p2p_s, 8.5 * mg.breakdown.pp_p2p_s);
+}
+
+// The host issues every kernel and runs each layer's hooks: a step is never
+// shorter than that, however fast the GPU (issue 37). A transformer layer
+// launches at least its four GEMMs and the attention forward and twice
+// that backward; the framework's per-layer host time comes twice (forward
+// and backward hooks) per micro-batch.
+TEST(Estimator, StepTimeNeverBelowTheHostFloor) {
+  const PerfParams& params = DefaultPerfParams();
+  for (const char* fw : {"fsdp", "fsdp-fused", "pytorch", "megatron", "deepspeed"})
+    for (const char* model : {"gpt3-125m", "gpt3-350m", "llama3-8b"})
+      for (int mb : {1, 2, 8}) {
+        const FrameworkProfile& f = **params.FindFramework(fw);
+        const int gpus = 8, zero = std::string(fw).rfind("fsdp", 0) == 0 ? 3 : 1;
+        Req r = Req(model, "h200", gpus, gpus * mb * 4).Plan(gpus, 1, 1, mb).Zero(zero).Fw(fw);
+        Estimate e = r.Run();
+        const double layers = (**FindModel(model)).tf.layers, m = 4;
+        const double floor = m * layers * (15 * f.launch_us + 2 * f.layer_overhead_us) * 1e-6;
+        EXPECT_GE(e.iteration_time_s, floor) << fw << " " << model << " mb" << mb;
+        EXPECT_GE(e.breakdown.compute_s, floor) << fw << " " << model << " mb" << mb;
+      }
+  // Where the host is the floor (FSDP's 1.5 ms of hooks per layer and pass
+  // against a 125M model's sub-millisecond layers), the step follows it.
+  PerfParams slow = DefaultsWithFramework("fsdp", [](FrameworkProfile& f) { f.layer_overhead_us *= 2; });
+  Req r = Req("gpt3-125m", "h200", 8, 32).Plan(8, 1, 1, 1).Zero(3);
+  double base = Req(r).Fw("fsdp").Run().breakdown.compute_s;
+  double doubled = Req(r).Fw("fsdp", slow).Run(slow).breakdown.compute_s;
+  EXPECT_NEAR(doubled - base, 4 * 12 * 2 * 1500e-6, 0.05 * base);
 }
 
 // Runs the issue that asked for measured memory names as having run (issue

@@ -178,6 +178,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   f.dropout = false;
   f.op_level_selective = true;
   f.zero3_prefetch = 1;
+  f.zero3_gather_once_under_pipeline = true;  // torchtitan's FSDP + PP (params.h)
   f.launch_us = 8;
   // Host time of one unit's hooks per pass (pre/post forward: unshard,
   // reshard; pre/post backward: unshard, reduce-scatter), read off our
@@ -400,6 +401,7 @@ constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"p2p_scatter_gather", &FrameworkProfile::p2p_scatter_gather},
     {"zero_allreduce_with_accumulation", &FrameworkProfile::zero_allreduce_with_accumulation},
     {"global_batch_norm", &FrameworkProfile::global_batch_norm},
+    {"zero3_gather_once_under_pipeline", &FrameworkProfile::zero3_gather_once_under_pipeline},
 };
 constexpr std::pair<const char*, int FrameworkProfile::*> kFrameworkInts[] = {
     {"zero3_prefetch", &FrameworkProfile::zero3_prefetch},

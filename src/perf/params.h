@@ -143,6 +143,22 @@ struct FrameworkProfile {
   // stage3_max_live_parameters, 1e9 by default); 0 = the current layer and
   // the prefetched ones (FSDP).
   double zero3_max_live_params = 0;
+  // ZeRO-3 under pipeline parallelism gathers a stage's parameters once per
+  // step, not once per micro-batch: the first micro-batch's forward
+  // all-gathers each unit and keeps it unsharded through every later
+  // micro-batch; gradients accumulate unsharded in the reduce dtype (fp32)
+  // and are reduce-scattered once, after the stage's last backward, not
+  // overlapped with it. torchtitan composes FSDP2 with pipelining this way:
+  // its apply_fsdp sets reshard_after_forward=False when pipelining is on
+  // ("to avoid per-microbatch all-gathers", reshard_after_forward_policy
+  // "default"; mixed_precision_reduce "float32"), and PyTorch's
+  // torch/distributed/pipelining/stage.py (backward_maybe_with_nosync)
+  // turns off gradient sync and reshard-after-backward for an FSDP stage
+  // until its last backward, then runs every unit's post-backward (the
+  // reduce-scatter) at once. Memory: the stage's weights whole (16 bits)
+  // and its gradients whole (fp32) for the whole step. Without it, each
+  // micro-batch gathers and reduce-scatters as without pipelining.
+  bool zero3_gather_once_under_pipeline = false;
   // The allocator's fragmentation, reserved / allocated - 1: PyTorch's
   // caching allocator (a few percent on steady training steps); XLA plans
   // its buffers statically (none).
