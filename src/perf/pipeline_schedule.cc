@@ -13,8 +13,9 @@ namespace {
 // be a multiple of p (ValidatePlan); otherwise the last group is short.
 struct Order {
   int p, m, v;
+  template <bool Interleaved>
   void At(int k, int* mb, int* chunk) const {
-    if (v == 1) {
+    if (!Interleaved) {
       *mb = k;
       *chunk = 0;
       return;
@@ -34,9 +35,10 @@ struct Scratch {
   std::vector<double> free_at;
 };
 
-double Simulate(const std::vector<PipelineStageTime>& stages, int m, int v) {
+// Interleaved is v > 1; 1F1B's order needs no divisions (compiled apart).
+template <bool Interleaved>
+double SimulateOrder(const std::vector<PipelineStageTime>& stages, int m, int v) {
   const int p = static_cast<int>(stages.size());
-  if (p == 0 || m <= 0 || v <= 0) return 0.0;
   const Order order{p, m, v};
   const int ops = m * v;  // forwards (and backwards) per stage
   thread_local Scratch sc;
@@ -58,28 +60,31 @@ double Simulate(const std::vector<PipelineStageTime>& stages, int m, int v) {
     const int steady = 2 * (ops - w);
     if (j < w + steady) {
       const int r = j - w;
-      return r % 2 == 0 ? w + r / 2 + 1 : -(r / 2 + 1);
+      return (r & 1) == 0 ? w + (r >> 1) + 1 : -((r >> 1) + 1);
     }
     return -(j - w - steady + (ops - w) + 1);
   };
   const int length = 2 * ops;
   size_t remaining = static_cast<size_t>(p) * length;
-  while (remaining > 0) {
+  // Sweeps alternate direction: forwards flow from stage 0 down, backwards
+  // from the last stage up, so each sweep places a run of each.
+  for (bool down = true; remaining > 0; down = !down) {
     bool progressed = false;
-    for (int i = 0; i < p; ++i) {
+    for (int step = 0; step < p; ++step) {
+      const int i = down ? step : p - 1 - step;
       while (sc.next[i] < length) {
         const int op = op_at(i, sc.next[i]);
         int mb, chunk;
         double ready, cost;
         size_t slot;
         if (op > 0) {
-          order.At(op - 1, &mb, &chunk);
+          order.At<Interleaved>(op - 1, &mb, &chunk);
           if (i > 0) ready = sc.fdone[at(i - 1, chunk, mb)];
           else if (chunk > 0) ready = sc.fdone[at(p - 1, chunk - 1, mb)];
           else ready = 0.0;
           cost = stages[i].fwd_s / v;
         } else {
-          order.At(-op - 1, &mb, &chunk);
+          order.At<Interleaved>(-op - 1, &mb, &chunk);
           chunk = v - 1 - chunk;
           if (i < p - 1) ready = sc.bdone[at(i + 1, chunk, mb)];
           else if (chunk < v - 1) ready = sc.bdone[at(0, chunk + 1, mb)];
@@ -99,6 +104,11 @@ double Simulate(const std::vector<PipelineStageTime>& stages, int m, int v) {
     if (!progressed) return -1.0;  // the order waits on itself
   }
   return *std::max_element(sc.free_at.begin(), sc.free_at.end());
+}
+
+double Simulate(const std::vector<PipelineStageTime>& stages, int m, int v) {
+  if (stages.empty() || m <= 0 || v <= 0) return 0.0;
+  return v == 1 ? SimulateOrder<false>(stages, m, v) : SimulateOrder<true>(stages, m, v);
 }
 
 }  // namespace
