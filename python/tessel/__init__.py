@@ -24,6 +24,7 @@ from . import _tessel
 __all__ = [
     "TesselError", "SimRun", "run", "gpus", "node_types", "models", "clusters", "policies",
     "estimate", "plan", "gen_trace", "simulate", "compare", "summaries_frame",
+    "Policy", "Decision", "Allocation", "Snapshot", "Job", "FreeMap",
 ]
 
 
@@ -172,7 +173,11 @@ class SimRun:
 def _simulate(policies, options):
     if not policies:
         raise TesselError("policies: expected at least one policy spec (see tessel.policies())", 2)
-    code, runs, err = _tessel.simulate(_flags(options), [_text(p) for p in policies])
+    for p in policies:
+        if isinstance(p, type):
+            raise TesselError("policies: pass an instance (%s()), not the class" % p.__name__, 2)
+    specs = [p if hasattr(p, "decide") else _text(p) for p in policies]
+    code, runs, err = _tessel.simulate(_flags(options), specs)
     if code != 0:
         _raise(code, err)
     return [SimRun(json.loads(summary), _records(jobs)) for summary, jobs in runs]
@@ -180,7 +185,10 @@ def _simulate(policies, options):
 
 def simulate(policy="fcfs", **options):
     """Simulates one policy (`tessel simulate`'s flags: cluster, trace, seed, horizon,
-    truth, placement, ...; out=DIR also writes the command's files there); returns a SimRun."""
+    truth, placement, ...; out=DIR also writes the command's files there); returns a SimRun.
+
+    ``policy`` is a spec ("fcfs:backfill=easy") or a Python policy: an object with a
+    ``decide(snapshot)`` method returning a :class:`Decision` (see :class:`Policy`)."""
     return _simulate([policy], options)[0]
 
 
@@ -189,6 +197,36 @@ def compare(policies, **options):
     if isinstance(policies, str):
         policies = [p for p in policies.split(",") if p]
     return _simulate(list(policies), options)
+
+
+Decision = _tessel.Decision
+Allocation = _tessel.Allocation
+Snapshot = _tessel.Snapshot
+Job = _tessel.Job
+FreeMap = _tessel.FreeMap
+
+
+class Policy:
+    """A scheduling policy written in Python, run by the C++ simulator's scheduling loop.
+
+    Subclass it and write ``decide(self, snapshot)``: read ``snapshot.jobs`` (active jobs,
+    submit order), ``snapshot.free_map()`` (place GPUs as the simulator's placement rule
+    does), ``snapshot.rate(job, type, gpus)`` (the belief's speeds) and return a
+    :class:`Decision`. Every decision is checked as a built-in policy's is: GPUs that are
+    not free, an inactive job or a bad GPU type stop the run with an error naming the job.
+    The snapshot and its jobs are valid only during the call.
+
+    ``name`` names it in summaries (default: the class name); ``uses_rounds = True`` calls
+    it at every scheduling round, not only on arrivals and completions; ``plan_mode``
+    ("dp" or "best") overrides --baseline-parallelism for its jobs' plans.
+    Docs: docs/python.md."""
+
+    name = None
+    uses_rounds = False
+    plan_mode = None
+
+    def decide(self, snapshot):
+        raise NotImplementedError("a tessel.Policy must define decide(snapshot)")
 
 
 def summaries_frame(runs):

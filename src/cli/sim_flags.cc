@@ -273,14 +273,24 @@ class ProgressBar {
 
 }  // namespace
 
-Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std::string& policy_spec,
-                            std::ostream& err) {
+PolicyContext MakePolicyContext(const SimFlags& f) {
   PolicyContext ctx;
   ctx.baseline_plan_mode = ParsePlanMode(f.baseline_parallelism).value();
   ctx.seed = f.seed;
-  auto policy = PolicyRegistry::Builtin().Create(policy_spec, ctx);
+  return ctx;
+}
+
+Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std::string& policy_spec,
+                            std::ostream& err) {
+  auto policy = PolicyRegistry::Builtin().Create(policy_spec, MakePolicyContext(f));
   if (!policy.ok()) return policy.status();
-  EstimatorThroughput estimator(setup.cluster, (*policy)->traits().plan_mode);
+  return RunPolicy(setup, f, **policy, policy_spec, err);
+}
+
+Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& the_policy, const std::string& policy_spec,
+                            std::ostream& err) {
+  Policy* const policy = &the_policy;
+  EstimatorThroughput estimator(setup.cluster, policy->traits().plan_mode);
   // Jobs of profiled models (model/profiled_model.h) run at their measured
   // times under every truth, and the belief knows them too.
   ProfiledThroughput belief(setup.cluster, estimator);
@@ -301,7 +311,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
   ThroughputModel* believed = &belief;
   if (setup.arena_artifact) {
     believed = truth;
-    if (!(*policy)->traits().searches_plans) {
+    if (!policy->traits().searches_plans) {
       std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/dp_mem.json").string();
       auto loaded = ArenaDpMemoryGate::Load(path, setup.cluster, *truth);
       if (!loaded.ok()) return Status(loaded.status().code(), "--setting arena-artifact: " + loaded.status().message());
@@ -310,7 +320,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
     }
   }
   RefusalCounter counted(*believed);
-  Simulator sim(setup.cluster, setup.workload, **policy, counted, *truth, setup.config);
+  Simulator sim(setup.cluster, setup.workload, *policy, counted, *truth, setup.config);
   sim.set_apps(setup.apps.get());
   std::ofstream log;
   if (!f.event_log.empty()) {

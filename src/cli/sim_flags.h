@@ -83,5 +83,11 @@ int ExitCode(const Status& s);
 // terminal (stderr is a TTY) and the run is long.
 Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, const std::string& policy_spec,
                             std::ostream& err);
+// The same with a policy built elsewhere (a Python policy, src/python/),
+// named `policy_spec` in the summary and the logs.
+Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, Policy& policy, const std::string& policy_spec,
+                            std::ostream& err);
+// What a policy built for this run is built with (--baseline-parallelism, --seed).
+PolicyContext MakePolicyContext(const SimFlags& flags);
 
 }  // namespace tessel

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/sim_time.h"
+#include "core/status.h"
 #include "goodput/goodput.h"
 #include "hardware/allocation.h"
 #include "hardware/cluster.h"
@@ -99,6 +100,10 @@ struct Decision {
   // less memory after) for its new allocation in `assign`. Jobs not named
   // here run the backend's own best plan.
   std::vector<std::pair<int, std::vector<PlanChoice>>> plans;
+  // Set by a policy that could not decide (a Python policy whose decide
+  // raised or returned something that is not a decision): the scheduling
+  // loop stops the run with it, naming the policy.
+  Status error;
 };
 
 }  // namespace tessel

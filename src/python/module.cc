@@ -7,7 +7,9 @@
 //   simulate(flags, policies) -> (code, [(summary_json, jobs_csv), ...], stderr)
 //       `tessel simulate`'s flags (--cluster, --trace, ...), each policy run
 //       on one resolved setup as `tessel compare` does, returning each run's
-//       summary (the --json object) and jobs.csv's text in memory.
+//       summary (the --json object) and jobs.csv's text in memory. A policy
+//       is a spec ("fcfs:backfill=easy") or a Python object with
+//       decide(snapshot) (py_policy.h), run by the same loop.
 //
 // python/tessel/__init__.py turns keyword arguments into flags, the JSON and
 // CSV into dicts and lists (and pandas DataFrames), and a non-zero code into
@@ -24,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/sim_flags.h"
 #include "core/status.h"
+#include "python/py_policy.h"
 #include "sim/report.h"
 
 namespace py = pybind11;
@@ -51,7 +54,14 @@ struct SimRuns {
   std::string err;
 };
 
-SimRuns SimulateNoGil(const std::vector<std::string>& flag_args, const std::vector<std::string>& policies) {
+// One policy of a run: a registry spec, or a Python policy (its adapter).
+struct PolicyToRun {
+  std::string spec;
+  py::object python;                // null for a spec
+  std::unique_ptr<Policy> adapter;  // built from `python` once the flags are known
+};
+
+SimRuns SimulateNoGil(const std::vector<std::string>& flag_args, std::vector<PolicyToRun>& policies) {
   SimRuns r;
   std::ostringstream err;
   SimFlags flags;
@@ -71,11 +81,26 @@ SimRuns SimulateNoGil(const std::vector<std::string>& flag_args, const std::vect
     r.err = "error: " + setup.status().message() + "\n";
     return r;
   }
+  // Python policies are built now (their default plan mode is
+  // --baseline-parallelism's), with the GIL held.
+  for (PolicyToRun& p : policies) {
+    if (!p.python) continue;
+    py::gil_scoped_acquire gil;
+    auto made = MakePythonPolicy(p.python, MakePolicyContext(flags).baseline_plan_mode);
+    if (!made.ok()) {
+      r.code = ExitCode(made.status());
+      r.err = "error: " + made.status().message() + "\n";
+      return r;
+    }
+    p.adapter = std::move(*made);
+    p.spec = std::string(p.adapter->name());
+  }
   std::vector<SimResult> results;
-  for (const std::string& spec : policies) {
+  for (PolicyToRun& p : policies) {
+    const std::string& spec = p.spec;
     SimFlags per = flags;
     if (!per.event_log.empty() && policies.size() > 1) per.event_log += "." + spec;
-    auto result = RunPolicy(*setup, per, spec, err);
+    auto result = p.adapter ? RunPolicy(*setup, per, *p.adapter, spec, err) : RunPolicy(*setup, per, spec, err);
     if (!result.ok()) {
       r.code = ExitCode(result.status());
       r.err = err.str() + "error: " + spec + ": " + result.status().message() + "\n";
@@ -102,11 +127,25 @@ SimRuns SimulateNoGil(const std::vector<std::string>& flag_args, const std::vect
   return r;
 }
 
-py::tuple Simulate(const std::vector<std::string>& flag_args, const std::vector<std::string>& policies) {
+py::tuple Simulate(const std::vector<std::string>& flag_args, const py::list& policy_list) {
+  std::vector<PolicyToRun> policies;
+  for (const py::handle& p : policy_list) {
+    PolicyToRun run;
+    if (py::isinstance<py::str>(p)) {
+      run.spec = p.cast<std::string>();
+    } else {
+      run.python = py::reinterpret_borrow<py::object>(p);
+    }
+    policies.push_back(std::move(run));
+  }
   SimRuns r;
   {
     py::gil_scoped_release release;
     r = SimulateNoGil(flag_args, policies);
+  }
+  {
+    // The adapters hold Python objects: drop them with the GIL held.
+    for (PolicyToRun& p : policies) p.adapter.reset();
   }
   py::list runs;
   for (auto& [summary, jobs] : r.runs) runs.append(py::make_tuple(summary, jobs));
@@ -122,6 +161,8 @@ PYBIND11_MODULE(_tessel, m) {
         "Runs one tessel command (arguments without the program name) in-process, the GIL released; "
         "returns (exit code, stdout, stderr).");
   m.def("simulate", &tessel::Simulate, py::arg("flags"), py::arg("policies"),
-        "Runs `tessel simulate` flags once per policy on one setup, the GIL released; returns "
-        "(exit code, [(summary JSON, jobs CSV), ...], stderr).");
+        "Runs `tessel simulate` flags once per policy on one setup, the GIL released (a Python policy "
+        "takes it for each decision); each policy a spec string or an object with decide(snapshot); "
+        "returns (exit code, [(summary JSON, jobs CSV), ...], stderr).");
+  tessel::BindPolicyApi(m);
 }

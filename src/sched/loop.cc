@@ -150,6 +150,7 @@ Result<bool> SchedulerLoop::Step() {
     snap.at_round = round;
     Decision d = policy_.Decide(snap);
     ++decisions_;
+    if (!d.error.ok()) return Status(d.error.code(), "policy " + std::string(policy_.name()) + ": " + d.error.message());
     TESSEL_RETURN_IF_ERROR(CheckDecision(snap, d, policy_.name()));
     // Released GPUs (suspended, shrank or moved a job holding some) or
     // rejected jobs: what a grant refused by the backend does not do. Read
