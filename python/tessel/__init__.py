@@ -23,7 +23,7 @@ from . import _tessel
 
 __all__ = [
     "TesselError", "SimRun", "run", "gpus", "node_types", "models", "clusters", "policies",
-    "estimate", "plan", "gen_trace", "simulate", "compare", "summaries_frame",
+    "estimate", "plan", "gen_trace", "simulate", "compare", "sweep", "summaries_frame",
     "Policy", "Decision", "Allocation", "Snapshot", "Job", "FreeMap",
 ]
 
@@ -227,6 +227,13 @@ class Policy:
 
     def decide(self, snapshot):
         raise NotImplementedError("a tessel.Policy must define decide(snapshot)")
+
+
+def sweep(file, out, **options):
+    """Runs a sweep file (`tessel sweep FILE --out OUT`: workers=N, or slurm=True for a Slurm job
+    array; a re-run resumes) and returns its table: a dict per policy and setting with each
+    metric's mean, sd and 95% CI over seeds. Docs: docs/sweeps.md."""
+    return json.loads(run("sweep", file, out=out, json=True, **options))
 
 
 def summaries_frame(runs):

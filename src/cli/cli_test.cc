@@ -165,7 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "give --precision fp32|"},
         BadInput{"serve_names_the_one_bad_flag", {"serve", "--tokens", "t", "--poll", "0"}, "error: --poll 0: expected seconds in (0, 3600]"},
         BadInput{"unknown_command", {"schedule"}, "commands: gpus node-types models estimate plan accuracy kernels calibrate clusters policies gen-trace simulate "
-                 "compare submit jobs job cancel nodes loadtest"}),
+                 "compare sweep submit jobs job cancel nodes loadtest"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // `tessel kernels` on the built-in H100 sweep: groups and the Hopper

@@ -27,6 +27,8 @@ const std::vector<CommandSpec>& Commands() {
        "docs/simulator.md"},
       {"compare", "Simulate several policies on the same cluster and trace, side by side", SetupCompare,
        "docs/simulator.md"},
+      {"sweep", "Run a grid of simulations (policies x clusters x traces x seeds x options) here or on Slurm; mean and CI over seeds",
+       SetupSweep, "docs/sweeps.md"},
       {"submit", "Submit a job spec to a tessel server; prints the job's id", SetupSubmit, "docs/daemon.md"},
       {"jobs", "List your jobs on a tessel server (--all: finished ones too)", SetupJobs, "docs/daemon.md"},
       {"job", "Show one job on a tessel server: state history, step times, corrections", SetupJob, "docs/daemon.md"},

@@ -50,6 +50,7 @@ CommandAction SetupPolicies(CLI::App& app, CommandIo io);
 CommandAction SetupGenTrace(CLI::App& app, CommandIo io);
 CommandAction SetupSimulate(CLI::App& app, CommandIo io);
 CommandAction SetupCompare(CLI::App& app, CommandIo io);
+CommandAction SetupSweep(CLI::App& app, CommandIo io);
 CommandAction SetupJobExec(CLI::App& app, CommandIo io);
 // The clients of `tessel serve` (cmd_client.cc) and its benchmark.
 CommandAction SetupSubmit(CLI::App& app, CommandIo io);
