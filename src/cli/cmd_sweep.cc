@@ -254,7 +254,8 @@ CommandAction SetupSweep(CLI::App& app, CommandIo io) {
              << "); run the same command again to run only those\n";
       return 1;
     }
-    io.err << "tables: " << *out << "/table.csv, table.json; every cell: results.csv\n";
+    if (!table->plots_warning.empty()) io.err << "warning: " << table->plots_warning << "\n";
+    io.err << "tables: " << *out << "/table.csv, table.json; plots: sweep_*.png; every cell: results.csv\n";
     return failed ? 1 : 0;
   };
 }

@@ -469,6 +469,75 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
   }
   table.table_csv = t.str();
   table.table_json = out.dump(1) + "\n";
+  // Plots: per metric, a bar per policy in each setting (cluster, trace,
+  // options), the mean with its 95% CI as an error bar.
+  std::vector<std::string> policies, settings;
+  std::map<std::pair<std::string, std::string>, const Group*> by;
+  for (const std::string& k : order) {
+    const SweepCell& c = *groups[k].first;
+    std::string setting = c.cluster;
+    if (!c.trace.empty()) setting += " " + fs::path(c.trace).filename().string();
+    for (const auto& [name, value] : c.options) setting += " " + name + "=" + value;
+    if (std::find(policies.begin(), policies.end(), c.policy) == policies.end()) policies.push_back(c.policy);
+    if (std::find(settings.begin(), settings.end(), setting) == settings.end()) settings.push_back(setting);
+    by[{setting, c.policy}] = &groups[k];
+  }
+  struct Plot {
+    const char* metric;
+    const char* file;
+    const char* title;
+    const char* ylabel;
+    double scale;
+  };
+  const Plot plots[] = {{"avg_jct_s", "sweep_avg_jct", "Average JCT", "hours", 1.0 / 3600},
+                        {"p95_jct_s", "sweep_p95_jct", "p95 JCT", "hours", 1.0 / 3600},
+                        {"makespan_s", "sweep_makespan", "Makespan", "hours", 1.0 / 3600},
+                        {"gpu_utilization", "sweep_utilization", "GPU utilisation", "fraction of GPUs", 1.0}};
+  auto gp_text = [](const std::string& x) {
+    std::string q;
+    for (char c : x) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return "\"" + q + "\"";
+  };
+  std::ostringstream gp;
+  gp << kPngTerminal << "set style data histograms\nset style histogram errorbars gap 2 lw 1\n"
+     << "set style fill solid 0.7 border -1\nset key top left\nset grid ytics\nset xtics rotate by -20\n"
+     << "set yrange [0:*]\n";
+  for (const Plot& pl : plots) {
+    size_t m = std::find_if(std::begin(kMetrics), std::end(kMetrics), [&](const char* x) { return std::string(x) == pl.metric; }) -
+               std::begin(kMetrics);
+    std::ostringstream dat;
+    dat << "setting";
+    for (const std::string& p : policies) dat << " " << gp_text(p) << " ci";
+    dat << "\n";
+    for (const std::string& setting : settings) {
+      dat << gp_text(setting);
+      for (const std::string& p : policies) {
+        auto it = by.find({setting, p});
+        double mean = NAN, ci = 0;
+        if (it != by.end()) {
+          std::vector<double> v;
+          for (double x : it->second->values[m])
+            if (std::isfinite(x)) v.push_back(x);
+          if (!v.empty()) {
+            double sum = 0, ss = 0;
+            for (double x : v) sum += x;
+            mean = sum / v.size();
+            for (double x : v) ss += (x - mean) * (x - mean);
+            if (v.size() > 1)
+              ci = StudentT975(static_cast<int>(v.size()) - 1) * std::sqrt(ss / (v.size() - 1)) / std::sqrt(double(v.size()));
+          }
+        }
+        dat << " " << (std::isfinite(mean) ? Number(mean * pl.scale) : std::string("?")) << " " << Number(ci * pl.scale);
+      }
+      dat << "\n";
+    }
+    TESSEL_RETURN_IF_ERROR(WriteAtomically(fs::path(dir) / (std::string(pl.file) + ".dat"), dat.str()));
+    gp << "set datafile missing '?'\nset output '" << pl.file << ".png'\nset title '" << pl.title
+       << ": mean and 95% CI over seeds'\nset ylabel '" << pl.ylabel << "'\nplot for [i=1:" << policies.size()
+       << "] '" << pl.file << ".dat' using (column(2*i)):(column(2*i+1)):xtic(1) title columnhead(2*i)\n";
+  }
+  TESSEL_RETURN_IF_ERROR(WriteAtomically(fs::path(dir) / "sweep.gp", gp.str()));
+  table.plots_warning = RunGnuplot(dir, "sweep.gp");
   TESSEL_RETURN_IF_ERROR(WriteAtomically(fs::path(dir) / "results.csv", table.results_csv));
   TESSEL_RETURN_IF_ERROR(WriteAtomically(fs::path(dir) / "table.csv", table.table_csv));
   TESSEL_RETURN_IF_ERROR(WriteAtomically(fs::path(dir) / "table.json", table.table_json));

@@ -68,7 +68,9 @@ Status CheckSweepFlags(const std::vector<SweepCell>& cells);
 // The sweep's folder: sweep.json (the cells, what Slurm tasks read),
 // cells/<id>.json (one result each, written atomically), results.csv (a row
 // per cell), table.csv and table.json (a row per group: mean, standard
-// deviation and 95% CI half-width of each metric over its seeds).
+// deviation and 95% CI half-width of each metric over its seeds), and
+// sweep_*.png (average and p95 JCT, makespan, utilisation: a bar per
+// policy in each setting, the CI as an error bar; sweep.gp, sweep_*.dat).
 Status WriteSweepPlan(const std::string& dir, const SweepSpec& spec, const std::vector<SweepCell>& cells,
                       int cells_per_task);
 Result<std::vector<SweepCell>> ReadSweepPlan(const std::string& dir, int* cells_per_task, std::string* name);
@@ -89,9 +91,11 @@ struct SweepTable {
   int cells = 0, done = 0;
   std::vector<std::string> missing;  // ids of cells without a result
   std::string results_csv, table_csv, table_json;
+  // Not drawn: why (gnuplot missing or failed); the scripts are written.
+  std::string plots_warning;
 };
 
-// Reads every result and writes results.csv, table.csv and table.json.
+// Reads every result and writes results.csv, table.csv, table.json and the plots.
 Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCell>& cells);
 
 // Two-sided 95% quantile of Student's t with `df` degrees of freedom.

@@ -1,5 +1,7 @@
 #include "cli/sweep.h"
 
+#include "core/csv.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -128,6 +130,11 @@ TEST(Sweep, RunsResumesAndGathers) {
   }
   EXPECT_EQ(rows, 2);
   EXPECT_NE(table->table_json.find("\"jobs_finished\""), std::string::npos);
+  // The plots' data: a row per setting, a mean and CI column pair per policy.
+  auto dat = ReadTextFile((dir / "sweep_avg_jct.dat").string());
+  ASSERT_TRUE(dat.ok());
+  EXPECT_EQ(dat->rfind("setting \"fcfs\" ci \"srtf\" ci\n\"demo limit=40\" ", 0), 0u) << *dat;
+  EXPECT_TRUE(fs::exists(dir / "sweep.gp"));
   // A cell whose result is for another cell (a stale file) counts as missing.
   std::ofstream(dir / "cells" / (cells[0].Id() + ".json")) << "{\"key\": \"something else\", \"summary\": {}}\n";
   EXPECT_FALSE(SweepCellDone(dir.string(), cells[0]));

@@ -1,10 +1,15 @@
 #include "sim/report.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,7 +21,11 @@
 #include "core/table.h"
 #include "sim/report_html.h"
 
+extern char** environ;
+
 namespace tessel {
+
+const char* const kPngTerminal = "set terminal pngcairo size 1000,600 font 'sans,11'\n";
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -94,22 +103,38 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
-bool HaveGnuplot() {
-  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
-}
+}  // namespace
 
-// Runs gnuplot on `script` inside `dir`. Returns a warning ("" when drawn).
+// gnuplot by argv, in `dir` (the scripts name their files relative to it):
+// no shell, so an --out folder's name is never read as a command.
 std::string RunGnuplot(const std::string& dir, const std::string& script) {
-  if (!HaveGnuplot()) {
-    return "gnuplot not found: plot scripts written to " + dir + "; draw them with `cd " + dir +
-           " && gnuplot " + script + "` (Debian: apt-get install gnuplot-nox)";
+  const std::string not_found = "gnuplot not found: plot scripts written to " + dir + "; draw them with `cd " + dir +
+                                " && gnuplot " + script + "` (Debian: apt-get install gnuplot-nox)";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "gnuplot.err", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string arg0 = "gnuplot", arg1 = script;
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc == ENOENT) return not_found;
+  if (rc != 0) return "gnuplot could not start on " + dir + "/" + script + ": " + std::strerror(rc);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  std::string cmd = "cd '" + dir + "' && gnuplot '" + script + "' 2>gnuplot.err";
-  int rc = std::system(cmd.c_str());
-  if (rc != 0) return "gnuplot failed on " + dir + "/" + script + " (see " + dir + "/gnuplot.err)";
+  // A missing gnuplot can also surface as the child's exit 127.
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return not_found;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return "gnuplot failed on " + dir + "/" + script + " (see " + dir + "/gnuplot.err)";
   std::filesystem::remove(std::filesystem::path(dir) / "gnuplot.err");
   return "";
 }
+
+namespace {
 
 // Sorted JCTs of finished jobs, in hours, as "x y" lines of an empirical CDF.
 std::string JctCdfData(const std::vector<JobRecord>& jobs, int max_points = 2000) {
@@ -126,7 +151,7 @@ std::string JctCdfData(const std::vector<JobRecord>& jobs, int max_points = 2000
   return out.str();
 }
 
-const char* kPngTerminal = "set terminal pngcairo size 1000,600 font 'sans,11'\n";
+
 
 }  // namespace
 

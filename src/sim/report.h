@@ -45,6 +45,13 @@ Status WriteTimelineCsv(const SimResult& r, const std::string& path, int rows = 
 // (sim/report_html.h) into `dir` (created if missing). Plots need gnuplot
 // on the PATH; without it the gnuplot scripts are still written and
 // `warning` says how to draw them.
+// Runs gnuplot on `script` inside `dir` (by argv, no shell). Returns a
+// warning ("" when drawn): gnuplot missing, or failed (its stderr kept in
+// dir/gnuplot.err).
+std::string RunGnuplot(const std::string& dir, const std::string& script);
+// The PNG terminal every plot script starts with.
+extern const char* const kPngTerminal;
+
 Status WriteRunOutputs(const SimResult& r, const Cluster& cluster, const std::string& dir, std::string* warning);
 
 // compare: summary.json (a list), one directory per policy with its run's
