@@ -252,6 +252,29 @@ void BindPolicyApi(py::module_& m) {
       .def_property_readonly("attained_gpu_s", [](const PyJob& j) { return j.v().attained_gpu_s; })
       .def_property_readonly("restarts", [](const PyJob& j) { return j.v().restarts; })
       .def_property_readonly("preemptions", [](const PyJob& j) { return j.v().preemptions; })
+      .def_property_readonly(
+          "agent",
+          [](const PyJob& j) -> py::object {
+            const AgentReport* a = j.v().agent;
+            if (a == nullptr) return py::none();
+            py::dict d;
+            d["adaptive"] = a->adaptive;
+            d["fixed_batch"] = a->fixed_batch;
+            d["max_gpus"] = a->max_gpus;
+            d["observations"] = a->observations;
+            d["rule"] = goodput::ScalingRuleName(a->rule);
+            d["grad"] = py::dict(py::arg("sqr") = a->grad.sqr, py::arg("var") = a->grad.var);
+            d["limits"] = py::dict(py::arg("init_batch") = a->limits.init_batch, py::arg("max_batch") = a->limits.max_batch,
+                                   py::arg("min_atomic") = a->limits.min_atomic,
+                                   py::arg("max_atomic") = a->limits.max_atomic);
+            py::list fitted;
+            for (const auto& p : a->params) fitted.append(p.has_value());
+            d["fitted_types"] = fitted;
+            d["max_replicas"] = a->max_replicas;
+            return d;
+          },
+          "What the job's goodput agent reports (Pollux's co-adaptive half): gradient statistics, batch "
+          "limits, which GPU types it has a fitted step-time model for; None for jobs without one.")
       .def("__repr__", [](const PyJob& j) {
         return "Job(index=" + std::to_string(j.v().index) + ", id='" + j.v().spec->id + "', " +
                JobPhaseName(j.v().phase) + ")";
@@ -379,6 +402,31 @@ void BindPolicyApi(py::module_& m) {
           py::arg("job"), py::arg("type"), py::arg("gpus"), py::arg("nodes") = 0,
           "The belief's speed of the job on `gpus` GPUs of `type` over `nodes` nodes (0: the fewest): "
           "{fits, iteration_time_s, samples_per_s, reason}.")
+      .def(
+          "goodput",
+          [](const PySnapshot& s, const py::handle& job, int type, int nodes, int replicas) -> py::object {
+            const Snapshot& snap = s.s();
+            if (!py::isinstance<PyJob>(job)) throw py::type_error("expected a job from snapshot.jobs");
+            CheckType(snap, type);
+            if (nodes < 1 || replicas < nodes) throw py::value_error("goodput: need 1 <= nodes <= replicas");
+            const AgentReport* a = job.cast<const PyJob&>().v().agent;
+            if (a == nullptr || type >= static_cast<int>(a->params.size()) || !a->params[type]) return py::none();
+            goodput::GoodputFunction f(*a->params[type], a->grad, a->limits, a->rule);
+            goodput::BatchChoice c = a->adaptive ? f.Optimize(nodes, replicas) : f.Fixed(nodes, replicas, a->fixed_batch);
+            py::dict d;
+            d["valid"] = c.valid;
+            d["atomic_bsz"] = c.atomic_bsz;
+            d["accum_steps"] = c.accum_steps;
+            d["batch"] = c.batch;
+            d["throughput"] = c.throughput;
+            d["efficiency"] = c.efficiency;
+            d["goodput"] = c.goodput;
+            return d;
+          },
+          py::arg("job"), py::arg("type"), py::arg("nodes"), py::arg("replicas"),
+          "The job's goodput model (Pollux: throughput x statistical efficiency) on `replicas` GPUs of `type` "
+          "over `nodes` nodes, at the batch its agent would choose (or its fixed batch): {valid, atomic_bsz, "
+          "accum_steps, batch, throughput, efficiency, goodput}; None before the job has a model for the type.")
       .def(
           "candidate_types",
           [](const PySnapshot& s, const py::handle& job, std::optional<int> gpus) {

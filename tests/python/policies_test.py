@@ -152,6 +152,34 @@ class PythonPoliciesTest(unittest.TestCase):
         self.assertEqual(events.summary["decisions"], calls["events"])
         self.assertEqual(rounds.summary["decisions"], calls["rounds"])
 
+    def test_the_goodput_model_of_jobs_with_an_agent(self):
+        data = os.environ.get("TESSEL_DATA", os.path.join(ROOT, "..", "shared", "data"))
+        trace = os.path.join(data, "pollux", "workloads", "workload-1.csv")
+        if not os.path.exists(trace):
+            self.skipTest("no %s (TESSEL_DATA)" % trace)
+        seen = {}
+
+        class Looks(self.fcfs.Fcfs):
+            uses_rounds = True
+
+            def decide(self, snap):
+                for job in snap.jobs:
+                    a = job.agent
+                    if a and any(a["fitted_types"]) and not seen:
+                        t = a["fitted_types"].index(True)
+                        seen["agent"] = a
+                        seen["one"] = snap.goodput(job, t, 1, 1)
+                        seen["four"] = snap.goodput(job, t, 1, 4)
+                return super().decide(snap)
+        tessel.simulate(Looks(), cluster="pollux-64", trace=trace, limit=30)
+        a = seen["agent"]
+        self.assertGreater(a["grad"]["sqr"], 0)
+        self.assertLessEqual(a["limits"]["init_batch"], a["limits"]["max_batch"])
+        for g in (seen["one"], seen["four"]):
+            self.assertTrue(g["valid"])
+            self.assertAlmostEqual(g["goodput"], g["throughput"] * g["efficiency"], places=6)
+        self.assertGreater(seen["four"]["throughput"], seen["one"]["throughput"])
+
     def test_the_snapshot_shows_the_jobs_and_the_belief(self):
         seen = {}
 
