@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cli/sim_flags.h"
 #include "core/csv.h"
 #include "core/sha256.h"
@@ -53,12 +55,17 @@ Result<std::vector<std::string>> Scalars(const YAML::Node& n, const std::string&
     return InvalidArgument(Line(source, n) + field + ": expected a scalar or a list of scalars");
   }
   if (v.empty()) return InvalidArgument(Line(source, n) + field + ": the list is empty");
+  std::set<std::string> seen;
+  for (const std::string& x : v)
+    if (!seen.insert(x).second) return InvalidArgument(Line(source, n) + field + ": '" + x + "' is listed twice");
   return v;
 }
 
 Status WriteAtomically(const fs::path& path, const std::string& text) {
   fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  // Unique per process and thread: two sweeps (or array tasks) may share the folder.
+  tmp += ".tmp." + std::to_string(::getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return Unavailable("cannot write " + tmp.string());
