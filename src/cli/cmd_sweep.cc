@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/sim_flags.h"
 #include "cli/sweep.h"
 #include "cluster/command_runner.h"
 #include "core/csv.h"
@@ -206,7 +207,7 @@ CommandAction SetupSweep(CLI::App& app, CommandIo io) {
     auto spec = LoadSweepFile(*file);
     if (!spec.ok()) {
       io.err << "error: " << spec.status().message() << "\n";
-      return spec.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+      return ExitCode(spec.status());
     }
     std::vector<SweepCell> cells = ExpandSweep(*spec);
     Status flags_ok = CheckSweepFlags(cells);
@@ -245,7 +246,7 @@ CommandAction SetupSweep(CLI::App& app, CommandIo io) {
     }
     if (*json_out) {
       io.out << table->table_json;
-    } else {
+    } else if (table->done > 0) {
       PrintTable(table->table_csv, io.out);
     }
     if (!table->missing.empty()) {
