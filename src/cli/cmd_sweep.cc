@@ -17,18 +17,13 @@
 #include "cli/sim_flags.h"
 #include "cli/sweep.h"
 #include "cluster/command_runner.h"
+#include "cluster/launch.h"
 #include "core/csv.h"
 
 namespace fs = std::filesystem;
 
 namespace tessel {
 namespace {
-
-std::string ShellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
 
 std::string SelfPath() {
   std::error_code ec;
@@ -58,7 +53,7 @@ int RunTask(CommandIo io, const std::string& dir, int task) {
       io.out << "cell " << c.Id() << ": done before\n";
       continue;
     }
-    Status s = RunSweepCell(dir, c, io.err);
+    Status s = RunSweepCell(dir, c);
     if (s.ok()) {
       io.out << "cell " << c.Id() << ": " << c.policy << ", " << c.cluster << ", seed " << c.seed << "\n";
     } else {

@@ -273,6 +273,19 @@ class ProgressBar {
 
 }  // namespace
 
+Result<SimFlags> ParseSimFlags(const std::vector<std::string>& args) {
+  SimFlags flags;
+  CLI::App app{"tessel simulate"};
+  flags.Add(app);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(e.what());
+  }
+  return flags;
+}
+
 PolicyContext MakePolicyContext(const SimFlags& f) {
   PolicyContext ctx;
   ctx.baseline_plan_mode = ParsePlanMode(f.baseline_parallelism).value();

@@ -87,6 +87,9 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, const 
 // named `policy_spec` in the summary and the logs.
 Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& flags, Policy& policy, const std::string& policy_spec,
                             std::ostream& err);
+// `tessel simulate`'s flags from an argument list (no program name), parsed
+// as the command line parses them; InvalidArgument with CLI11's message.
+Result<SimFlags> ParseSimFlags(const std::vector<std::string>& args);
 // What a policy built for this run is built with (--baseline-parallelism, --seed).
 PolicyContext MakePolicyContext(const SimFlags& flags);
 

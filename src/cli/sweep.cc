@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -99,6 +98,32 @@ json CellJson(const SweepCell& c) {
   for (const auto& [k, v] : c.options) o[k] = v;
   return {{"id", c.Id()}, {"key", c.Key()},     {"policy", c.policy}, {"cluster", c.cluster},
           {"trace", c.trace}, {"seed", c.seed}, {"options", o}};
+}
+
+// A metric over a group's seeds: mean, sample standard deviation and the
+// 95% CI half-width (Student's t); NaN where there are too few values.
+struct SeedStats {
+  double mean = NAN, sd = NAN, ci95 = NAN;
+  size_t n = 0;
+};
+
+SeedStats SeedStatsOf(const std::vector<double>& values) {
+  SeedStats st;
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  st.n = v.size();
+  if (v.empty()) return st;
+  double sum = 0;
+  for (double x : v) sum += x;
+  st.mean = sum / v.size();
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - st.mean) * (x - st.mean);
+    st.sd = std::sqrt(ss / (v.size() - 1));
+    st.ci95 = StudentT975(static_cast<int>(v.size()) - 1) * st.sd / std::sqrt(static_cast<double>(v.size()));
+  }
+  return st;
 }
 
 }  // namespace
@@ -259,15 +284,8 @@ Status CheckSweepFlags(const std::vector<SweepCell>& cells) {
   for (const SweepCell& c : cells) {
     std::vector<std::string> args = c.FlagArgs();
     if (!seen.insert(args).second) continue;
-    SimFlags flags;
-    CLI::App app{"sweep cell"};
-    flags.Add(app);
-    std::vector<std::string> rev(args.rbegin(), args.rend());
-    try {
-      app.parse(rev);
-    } catch (const CLI::ParseError& e) {
-      return InvalidArgument("options: " + std::string(e.what()) + " (the flags of `tessel simulate`)");
-    }
+    auto flags = ParseSimFlags(args);
+    if (!flags.ok()) return InvalidArgument("options: " + flags.status().message() + " (the flags of `tessel simulate`)");
   }
   return Status::Ok();
 }
@@ -321,23 +339,14 @@ bool SweepCellDone(const std::string& dir, const SweepCell& cell) {
   return r.is_object() && r.value("key", std::string()) == cell.Key() && r.contains("summary");
 }
 
-Status RunSweepCell(const std::string& dir, const SweepCell& cell, std::ostream& err) {
-  std::vector<std::string> args = cell.FlagArgs();
-  SimFlags flags;
-  CLI::App app{"sweep cell"};
-  flags.Add(app);
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    return InvalidArgument(e.what());
-  }
-  auto setup = ResolveSim(flags);
+Status RunSweepCell(const std::string& dir, const SweepCell& cell) {
+  auto flags = ParseSimFlags(cell.FlagArgs());
+  if (!flags.ok()) return flags.status();
+  auto setup = ResolveSim(*flags);
   if (!setup.ok()) return setup.status();
   std::ostringstream quiet;
-  auto result = RunPolicy(*setup, flags, cell.policy, quiet);
+  auto result = RunPolicy(*setup, *flags, cell.policy, quiet);
   if (!result.ok()) return result.status();
-  (void)err;
   json r = CellJson(cell);
   r["summary"] = json::parse(SummaryJson(result->summary, /*wall_time=*/false));
   return WriteAtomically(fs::path(dir) / "cells" / (cell.Id() + ".json"), r.dump(1) + "\n");
@@ -353,8 +362,7 @@ int RunSweepLocally(const std::string& dir, const std::vector<SweepCell>& cells,
   std::mutex err_mu;
   auto work = [&] {
     for (size_t i = next++; i < todo.size(); i = next++) {
-      std::ostringstream cell_err;
-      Status s = RunSweepCell(dir, *todo[i], cell_err);
+      Status s = RunSweepCell(dir, *todo[i]);
       ++ran;
       if (!s.ok()) {
         ++bad;
@@ -401,6 +409,7 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
     const SweepCell* first;
     std::vector<std::vector<double>> values;
     std::vector<uint64_t> seeds;
+    std::vector<SeedStats> stats;  // per metric, once every cell is read
   };
   std::vector<std::string> order;
   std::map<std::string, Group> groups;
@@ -416,7 +425,7 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
     const json& s = r["summary"];
     rows << c.Id() << "," << CsvField(c.policy) << "," << CsvField(c.cluster) << "," << CsvField(c.trace) << "," << c.seed;
     for (const auto& [name, value] : c.options) rows << "," << CsvField(value);
-    auto [it, inserted] = groups.try_emplace(c.GroupKey(), Group{&c, {}, {}});
+    auto [it, inserted] = groups.try_emplace(c.GroupKey(), Group{&c, {}, {}, {}});
     if (inserted) {
       order.push_back(c.GroupKey());
       it->second.values.resize(std::size(kMetrics));
@@ -430,6 +439,8 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
     rows << "\n";
   }
   table.results_csv = rows.str();
+  for (auto& [key, g] : groups)
+    for (const std::vector<double>& v : g.values) g.stats.push_back(SeedStatsOf(v));
   std::ostringstream t;
   t << "policy,cluster,trace";
   for (const auto& o : option_names) t << "," << CsvField(o);
@@ -451,24 +462,10 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
     t << "," << g.seeds.size();
     json metrics = json::object();
     for (size_t m = 0; m < std::size(kMetrics); ++m) {
-      std::vector<double> v;
-      for (double x : g.values[m])
-        if (std::isfinite(x)) v.push_back(x);
-      double mean = NAN, sd = NAN, ci = NAN;
-      if (!v.empty()) {
-        double sum = 0;
-        for (double x : v) sum += x;
-        mean = sum / v.size();
-        if (v.size() > 1) {
-          double ss = 0;
-          for (double x : v) ss += (x - mean) * (x - mean);
-          sd = std::sqrt(ss / (v.size() - 1));
-          ci = StudentT975(static_cast<int>(v.size()) - 1) * sd / std::sqrt(static_cast<double>(v.size()));
-        }
-      }
-      t << "," << Number(mean) << "," << Number(ci);
+      const SeedStats& st = g.stats[m];
+      t << "," << Number(st.mean) << "," << Number(st.ci95);
       auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-      metrics[kMetrics[m]] = {{"mean", num(mean)}, {"sd", num(sd)}, {"ci95", num(ci)}, {"n", v.size()}};
+      metrics[kMetrics[m]] = {{"mean", num(st.mean)}, {"sd", num(st.sd)}, {"ci95", num(st.ci95)}, {"n", st.n}};
     }
     t << "\n";
     row["metrics"] = metrics;
@@ -522,17 +519,8 @@ Result<SweepTable> GatherSweep(const std::string& dir, const std::vector<SweepCe
         auto it = by.find({setting, p});
         double mean = NAN, ci = 0;
         if (it != by.end()) {
-          std::vector<double> v;
-          for (double x : it->second->values[m])
-            if (std::isfinite(x)) v.push_back(x);
-          if (!v.empty()) {
-            double sum = 0, ss = 0;
-            for (double x : v) sum += x;
-            mean = sum / v.size();
-            for (double x : v) ss += (x - mean) * (x - mean);
-            if (v.size() > 1)
-              ci = StudentT975(static_cast<int>(v.size()) - 1) * std::sqrt(ss / (v.size() - 1)) / std::sqrt(double(v.size()));
-          }
+          mean = it->second->stats[m].mean;
+          if (std::isfinite(it->second->stats[m].ci95)) ci = it->second->stats[m].ci95;
         }
         dat << " " << (std::isfinite(mean) ? Number(mean * pl.scale) : std::string("?")) << " " << Number(ci * pl.scale);
       }

@@ -80,7 +80,7 @@ bool SweepCellDone(const std::string& dir, const SweepCell& cell);
 
 // Runs one cell in-process (as `tessel simulate` would) and writes its
 // result file.
-Status RunSweepCell(const std::string& dir, const SweepCell& cell, std::ostream& err);
+Status RunSweepCell(const std::string& dir, const SweepCell& cell);
 
 // Runs the cells not done yet on `workers` threads; returns how many ran.
 // Failures are reported on `err` and counted in *failed.

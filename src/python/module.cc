@@ -17,7 +17,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <CLI/CLI.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -64,17 +63,13 @@ struct PolicyToRun {
 SimRuns SimulateNoGil(const std::vector<std::string>& flag_args, std::vector<PolicyToRun>& policies) {
   SimRuns r;
   std::ostringstream err;
-  SimFlags flags;
-  CLI::App app{"tessel simulate (Python)"};
-  flags.Add(app);
-  std::vector<std::string> rev(flag_args.rbegin(), flag_args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
+  auto parsed = ParseSimFlags(flag_args);
+  if (!parsed.ok()) {
     r.code = 2;
-    r.err = std::string("error: ") + e.what() + "\n";
+    r.err = "error: " + parsed.status().message() + "\n";
     return r;
   }
+  const SimFlags& flags = *parsed;
   auto setup = ResolveSim(flags);
   if (!setup.ok()) {
     r.code = ExitCode(setup.status());
