@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "network/link_groups.h"
+
 namespace tessel {
 
 const char* CommScheduleName(CommSchedule s) {
@@ -82,42 +84,10 @@ double NetworkModel::HopBytes(const CommJob& j) const {
 }
 
 std::vector<std::vector<int>> NetworkModel::Components(std::span<const CommJob> jobs) const {
-  const int n = static_cast<int>(jobs.size());
-  std::vector<int> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  auto find = [&](int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
-  first_on_link_.resize(fabric_.network.num_links(), -1);
-  std::vector<int> touched;
+  LinkGroups groups(fabric_.network.num_links());
   std::vector<std::vector<int>> scratch;
-  for (int j = 0; j < n; ++j) {
-    for (const auto& path : PathsOf(jobs[j], scratch)) {
-      for (int l : path) {
-        int& first = first_on_link_[l];
-        if (first < 0) {
-          first = j;
-          touched.push_back(l);
-        } else {
-          int a = find(first), b = find(j);
-          if (a != b) parent[std::max(a, b)] = std::min(a, b);
-        }
-      }
-    }
-  }
-  for (int l : touched) first_on_link_[l] = -1;
-  std::vector<std::vector<int>> groups;
-  std::vector<int> group_of(n, -1);
-  for (int j = 0; j < n; ++j) {
-    int r = find(j);
-    if (group_of[r] < 0) {
-      group_of[r] = static_cast<int>(groups.size());
-      groups.emplace_back();
-    }
-    groups[group_of[r]].push_back(j);
-  }
-  return groups;
+  for (int j = 0; j < static_cast<int>(jobs.size()); ++j) groups.Add(j, PathsOf(jobs[j], scratch));
+  return groups.All();
 }
 
 std::vector<double> NetworkModel::IterationTimes(std::span<const CommJob> jobs, std::vector<double>* duty) const {

@@ -84,7 +84,8 @@ class NetworkModel {
   const NetworkOptions& options() const { return options_; }
 
   // Groups of `jobs` (indices) that share a link, each ascending, ordered by
-  // their first member. A job alone on its links is a group of one.
+  // their first member. A job alone on its links is a group of one. (A
+  // simulation keeps them as jobs come and go: network/link_groups.h.)
   std::vector<std::vector<int>> Components(std::span<const CommJob> jobs) const;
   // The mean iteration time of each job of one component (or any set of
   // jobs considered together), in the same order.
@@ -112,7 +113,6 @@ class NetworkModel {
   const Cluster& cluster_;
   NetworkOptions options_;
   Fabric fabric_;
-  mutable std::vector<int> first_on_link_;  // Components' scratch, -1 = none
   mutable std::vector<int> local_of_link_;  // the mean field's scratch, -1 = none
   // Periodic's answers by everything they depend on (each job's phase,
   // times and bytes, its paths with links renumbered in order of first use,

@@ -83,7 +83,26 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
   // oversubscribed uplinks): the rack needing the fewest nodes, then the
   // tightest fit, then the lowest id.
   // The nodes with free GPUs, most free first, ties in the type's node
-  // order: the buckets from the fullest down.
+  // order: the buckets from the fullest down. With one rack, the fill
+  // takes them in that order and stops as soon as the job is held.
+  if (cluster_->num_racks() <= 1) {
+    Allocation alloc;
+    alloc.type = type;
+    int left = gpus;
+    for (int f = info.max_gpus_per_node; f >= 1 && left > 0; --f) {
+      const uint64_t* bits = Bucket(type, f);
+      for (int w = 0; w < words && left > 0; ++w) {
+        for (uint64_t x = bits[w]; x != 0 && left > 0; x &= x - 1) {
+          int take = std::min(left, f);
+          alloc.parts.push_back({info.nodes[w * 64 + std::countr_zero(x)], take});
+          left -= take;
+        }
+      }
+    }
+    if (left > 0 || (max_nodes > 0 && alloc.nodes() > max_nodes)) return std::nullopt;
+    SortByNode(alloc);
+    return alloc;
+  }
   std::vector<int> order;
   for (int f = info.max_gpus_per_node; f >= 1; --f) {
     const uint64_t* bits = Bucket(type, f);

@@ -96,7 +96,7 @@ void SimBackend::Impl::RemoveRunning(int index) {
 
 void SimBackend::Impl::Release(JobState& j) {
   timeline_dirty = true;
-  if (j.view.alloc.nodes() > 1) contention_dirty = true;
+  if (j.view.alloc.nodes() > 1) MarkContention(j.view.index);
   for (const Placement& p : j.view.alloc.parts) {
     if (up[p.node]) free[p.node] += p.gpus;
   }
@@ -403,7 +403,11 @@ SimTime SimBackend::Impl::NextEvent() const {
 // event those pushed for the same instant.
 BackendEvents SimBackend::Impl::Advance(SimTime t) {
   now = t;
+  last_advance = t;
   found = BackendEvents{};
+  processed += events.Purge(now, [this](const Event& e) {
+    return e.kind != EventKind::kNodeFail && e.kind != EventKind::kNodeRepair && jobs[e.target].version != e.version;
+  });
   const size_t n = workload.jobs.size();
   while (!events.empty() && events.top().time <= now && events.top().kind < EventKind::kArrival) {
     Event e = events.top();
@@ -455,7 +459,7 @@ void SimBackend::Impl::HandleJobOrNodeEvent(const Event& e) {
       if (j.status == Status_::kActive && j.version == e.version && j.view.phase == JobPhase::kStarting) {
         Touch(j);
         BeginProgress(j);
-        if (j.view.alloc.nodes() > 1) contention_dirty = true;
+        if (j.view.alloc.nodes() > 1) MarkContention(e.target);
         if (log != nullptr) Log("ready job=" + j.view.spec->id);
       }
       break;
@@ -510,7 +514,7 @@ bool SimBackend::Quiescent() const { return impl_->Quiescent(); }
 std::string SimBackend::Outstanding() const {
   return std::to_string(impl_->jobs.size() - impl_->done_jobs) + " jobs unfinished";
 }
-int64_t SimBackend::events() const { return impl_->processed; }
+int64_t SimBackend::events() const { return impl_->Processed(); }
 SimTime SimBackend::EndTime(SimTime now) const { return impl_->EndTime(now); }
 int SimBackend::done_jobs() const { return impl_->done_jobs; }
 int SimBackend::total_jobs() const { return static_cast<int>(impl_->jobs.size()); }

@@ -9,46 +9,18 @@
 #include <map>
 #include <memory>
 #include <ostream>
-#include <queue>
 #include <string>
 #include <vector>
 
+#include "network/link_groups.h"
 #include "network/network_model.h"
 #include "sim/app_player.h"
+#include "sim/event_queue.h"
 #include "sim/sim_backend.h"
 
 namespace tessel {
 namespace sim_detail {
 
-
-// Event kinds in the order simultaneous events are handled: state changes
-// that free resources first, then arrivals (kArrival only separates them:
-// arrivals come from the workload, not the queue). Rounds and wake-ups are
-// the loop's timers and come after all of these.
-enum class EventKind : int {
-  kComplete = 0,
-  kReady = 1,      // a reconfiguration finished: the job starts progressing
-  kEpoch = 2,      // an app job crossed an epoch boundary: its rate changes
-  kNodeRepair = 3,
-  kNodeFail = 4,
-  kProfiled = 5,   // a new job's profiling finished: the policy may place it
-  kArrival = 6,
-};
-
-struct Event {
-  SimTime time;
-  EventKind kind;
-  int target;        // job index, node id, or -1
-  uint64_t version;  // job events: stale when the job's version moved on
-  uint64_t seq;      // insertion order breaks remaining ties
-
-  bool operator>(const Event& o) const {
-    if (time != o.time) return time > o.time;
-    if (kind != o.kind) return kind > o.kind;
-    if (target != o.target) return target > o.target;
-    return seq > o.seq;
-  }
-};
 
 enum class Status_ { kNotArrived, kProfiling, kActive, kFinished, kRejected };
 
@@ -152,7 +124,7 @@ struct SimBackend::Impl {
   std::vector<int> running;            // jobs holding GPUs (unordered)
   std::vector<int> free;
   std::vector<uint8_t> up;
-  std::priority_queue<sim_detail::Event, std::vector<sim_detail::Event>, std::greater<sim_detail::Event>> events;
+  sim_detail::EventQueue events;
   uint64_t seq = 0;
   SimTime now = 0;
   size_t next_arrival = 0;
@@ -160,7 +132,10 @@ struct SimBackend::Impl {
   int reference_type = 0;
   uint64_t rng = 0;
   std::vector<TimelinePoint> timeline;
-  int64_t processed = 0;
+  int64_t processed = 0;  // events handled, purged ones when their time passed
+  SimTime last_advance = -1;  // the clock of the last Advance
+  // Events processed: those handled and the purged ones the clock passed.
+  int64_t Processed() const { return processed + events.PurgedBy(last_advance); }
   int64_t truth_fallbacks = 0;
   int64_t oom_placements = 0;  // allocations neither truth nor belief could run
   int down_gpus = 0;
@@ -173,6 +148,11 @@ struct SimBackend::Impl {
   // function that changes those (below), cleared by Record.
   bool timeline_dirty = true;
   NetworkModel network;
+  // The running multi-node jobs the network model rates (app jobs keep
+  // their measured rates), grouped by shared links, and the jobs whose
+  // membership may have changed since (MarkContention).
+  LinkGroups link_groups;
+  std::vector<int> contention_touched;
   // The groups of multi-node jobs the network model last rated, by their
   // members' (job, allocation) pairs: unchanged groups keep their rates.
   uint64_t next_alloc_epoch = 0;
@@ -184,10 +164,17 @@ struct SimBackend::Impl {
       : cluster(c), workload(w), policy_name(p.name()), traits(p.traits()), belief(b), truth(t), config(cfg),
         apps(a), log(l), player(c, cfg.scaling_rule),
         network(c, NetworkOptions{.schedule = traits.comm_schedule,
-                                  .contention_overhead = cfg.network.contention_overhead}) {}
+                                  .contention_overhead = cfg.network.contention_overhead}),
+        link_groups(network.fabric().network.num_links()) {}
 
   void Push(SimTime t, sim_detail::EventKind k, int target, uint64_t version = 0) {
     events.push({t, k, target, version, seq++});
+  }
+
+  // Job `index` started or stopped using links between nodes.
+  void MarkContention(int index) {
+    contention_dirty = true;
+    contention_touched.push_back(index);
   }
 
   void Log(const std::string& line) {

@@ -101,7 +101,7 @@ Status SimBackend::Impl::Apply(const Decision& d) {
     j.ring.clear();
     j.duty = -1;
     if (alloc->nodes() > 1) {
-      contention_dirty = true;
+      MarkContention(idx);
       j.ring = network.RingPaths(*alloc);
     }
     bool first = !j.view.started();
@@ -178,36 +178,37 @@ void SimBackend::Impl::NetworkOf(JobState& j, const JobRate& truth_rate, const A
 // played from profiles keep their measured rates.
 void SimBackend::Impl::UpdateContention() {
   contention_dirty = false;
+  std::vector<int> touched;
+  touched.swap(contention_touched);
   if (!config.network.enabled) return;
-  std::vector<int> idx;
-  for (int i : running) {
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (int i : touched) {
     const JobState& j = jobs[i];
+    link_groups.Remove(i);
     if (app[i] == nullptr && j.view.phase == JobPhase::kRunning && j.view.alloc.nodes() > 1 && j.network_s > 0)
-      idx.push_back(i);
-  }
-  std::sort(idx.begin(), idx.end());
-  std::vector<CommJob> comm;
-  comm.reserve(idx.size());
-  for (int i : idx) {
-    const JobState& j = jobs[i];
-    comm.push_back(
-        {static_cast<uint64_t>(i), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s, &j.ring, j.duty});
+      link_groups.Add(i, j.ring);
   }
   std::vector<std::pair<int, uint64_t>> key;
-  for (const std::vector<int>& members : network.Components(comm)) {
+  std::vector<CommJob> group;
+  for (const std::vector<int>& members : link_groups.TakeChanged()) {
     key.clear();
-    for (int m : members) key.push_back({idx[m], jobs[idx[m]].alloc_epoch});
+    for (int m : members) key.push_back({m, jobs[m].alloc_epoch});
     // Rated as this very group before: each member's key is the last
     // group it was rated in, and epochs change with every allocation.
-    if (jobs[idx[members.front()]].rated_group == key) continue;
-    for (int m : members) jobs[idx[m]].rated_group = key;
-    std::vector<CommJob> group;
-    for (int m : members) group.push_back(comm[m]);
+    if (jobs[members.front()].rated_group == key) continue;
+    group.clear();
+    for (int m : members) {
+      JobState& j = jobs[m];
+      j.rated_group = key;
+      group.push_back({static_cast<uint64_t>(m), &j.view.alloc, j.alone_iteration_s, j.network_s, j.network_exposed_s,
+                       &j.ring, j.duty});
+    }
     std::vector<double> duty;
     std::vector<double> times = network.IterationTimes(group, &duty);
     for (size_t k = 0; k < members.size(); ++k) {
-      jobs[idx[members[k]]].duty = duty[k];
-      Rerate(jobs[idx[members[k]]], times[k]);
+      jobs[members[k]].duty = duty[k];
+      Rerate(jobs[members[k]], times[k]);
     }
   }
 }

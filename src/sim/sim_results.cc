@@ -143,7 +143,7 @@ SimResult SimBackend::Impl::Collect(SimTime end, int64_t decisions, int64_t time
   s.truth = any_app ? "apps+" + std::string(truth.name()) : std::string(truth.name());
   s.seed = config.seed;
   s.decisions = decisions;
-  s.events = processed + timer_events;
+  s.events = Processed() + timer_events;
   s.truth_fallbacks = truth_fallbacks + player.projections();
   s.oom_placements = oom_placements;
   Summarize(r.jobs, r.timeline, cluster.total_gpus(), end, &s);
