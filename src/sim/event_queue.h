@@ -45,9 +45,10 @@ struct Event {
 // insertion). A job event whose version has moved on does nothing when it
 // comes up, but it still counts as an event processed at its time (the
 // summary's `events`). Most are completions of jobs re-sized since, far in
-// the future: when they would crowd the heap, Purge moves them out, to a
-// list of their times only, counted when the clock passes them. The live
-// events' order is unchanged (it is a total order), and so is the count.
+// the future: when they would crowd the heap (past twice what it held after
+// the last purge), Purge moves them out to a list of their times only,
+// counted once the clock has passed them. The live events' order is unchanged
+// (it is a total order), and so is the count.
 class EventQueue {
  public:
   bool empty() const { return heap_.empty(); }
@@ -63,12 +64,13 @@ class EventQueue {
   }
   // Called at the start of processing every event due at `now`. `stale`
   // says whether an event can no longer do anything. Returns how many
-  // events are counted as processed by this pass's clock (purged ones due
-  // by `now`, and earlier-purged ones the clock has reached).
+  // events it counted as processed by this pass's clock: purged ones due
+  // by `now`, and some earlier-purged ones the clock has reached (PurgedBy
+  // counts the rest).
   template <typename Stale>
   int64_t Purge(SimTime now, Stale stale) {
-    int64_t passed = 0;
     if (heap_.size() < purge_at_) return 0;
+    int64_t passed = 0;
     size_t kept = 0;
     for (const Event& e : heap_) {
       if (!stale(e)) {
@@ -81,18 +83,21 @@ class EventQueue {
     }
     heap_.resize(kept);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<Event>{});
-    // Earlier purged events the clock has passed are counted now; the list
-    // keeps only future ones, so it stays no longer than the heap was.
-    size_t left = 0;
-    for (SimTime t : purged_) {
-      if (t <= now) {
-        ++passed;
-      } else {
-        purged_[left++] = t;
+    purge_at_ = std::max<size_t>(kMinPurge, 2 * heap_.size());
+    // The purged times the clock has passed are counted and dropped when
+    // the list has doubled since it was last cut down.
+    if (purged_.size() >= compact_at_) {
+      size_t left = 0;
+      for (SimTime t : purged_) {
+        if (t <= now) {
+          ++passed;
+        } else {
+          purged_[left++] = t;
+        }
       }
+      purged_.resize(left);
+      compact_at_ = std::max<size_t>(kMinPurge, 2 * left);
     }
-    purged_.resize(left);
-    purge_at_ = std::max<size_t>(kMinPurge, 2 * (heap_.size() + purged_.size()));
     return passed;
   }
   // Purged events due by `t`, not yet counted.
@@ -101,10 +106,11 @@ class EventQueue {
   }
 
  private:
-  static constexpr size_t kMinPurge = 1 << 16;
+  static constexpr size_t kMinPurge = 4096;
   std::vector<Event> heap_;
-  std::vector<SimTime> purged_;
+  std::vector<SimTime> purged_;  // times of purged events not yet counted
   size_t purge_at_ = kMinPurge;
+  size_t compact_at_ = kMinPurge;
 };
 
 }  // namespace sim_detail

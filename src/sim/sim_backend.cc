@@ -62,7 +62,7 @@ void SimBackend::Impl::ScheduleCompletion(JobState& j) {
 // `continues`: the same run goes on at a new rate (an epoch boundary), so
 // its checkpoint clock keeps counting.
 void SimBackend::Impl::BeginProgress(JobState& j, bool continues) {
-  timeline_dirty = true;
+  RowChanged(j);
   j.view.phase = JobPhase::kRunning;
   j.segment_start = now;
   j.segment_start_iters = j.view.done_iterations;
@@ -86,16 +86,28 @@ void SimBackend::Impl::RemoveActive(int index) {
   if (it != active.end() && *it == p) active.erase(it);
 }
 
+void SimBackend::Impl::AddRunning(int index) {
+  running_pos[index] = static_cast<int>(running.size());
+  running.push_back(index);
+  running_rows.emplace_back();
+  rows_stale.push_back(index);
+}
+
+// The last one takes its place.
 void SimBackend::Impl::RemoveRunning(int index) {
-  auto it = std::find(running.begin(), running.end(), index);
-  if (it != running.end()) {
-    *it = running.back();
-    running.pop_back();
-  }
+  int pos = running_pos[index];
+  if (pos < 0) return;
+  int last = running.back();
+  running[pos] = last;
+  running_rows[pos] = running_rows.back();
+  running_pos[last] = pos;
+  running.pop_back();
+  running_rows.pop_back();
+  running_pos[index] = -1;
 }
 
 void SimBackend::Impl::Release(JobState& j) {
-  timeline_dirty = true;
+  RowChanged(j);
   if (j.view.alloc.nodes() > 1) MarkContention(j.view.index);
   for (const Placement& p : j.view.alloc.parts) {
     if (up[p.node]) free[p.node] += p.gpus;
@@ -107,7 +119,7 @@ void SimBackend::Impl::Release(JobState& j) {
 
 // Sets an app job's truth rate on `alloc` at its current epoch.
 void SimBackend::Impl::SetAppRate(JobState& j, AppJob& a, const Allocation& alloc) {
-  timeline_dirty = true;
+  RowChanged(j);
   AppRate r = player.SetRate(a, alloc);
   j.iteration_time_s = r.iteration_time_s;
   j.samples_per_iter = r.samples_per_iter;
@@ -368,6 +380,7 @@ Status SimBackend::Impl::Init() {
                                                       : config.reconfig.checkpoint_bytes_per_param_mixed);
     }
   }
+  running_pos.assign(n, -1);
   free.resize(cluster.nodes().size());
   up.assign(cluster.nodes().size(), 1);
   for (const ClusterNode& node : cluster.nodes()) free[node.id] = node.gpus;

@@ -122,6 +122,17 @@ struct SimBackend::Impl {
   std::vector<std::unique_ptr<AppJob>> app;  // per job; null: not played from a profile
   std::vector<const JobView*> active;  // sorted by index (= address order)
   std::vector<int> running;            // jobs holding GPUs (unordered)
+  // What the timeline reads of each job in `running` (same positions), kept
+  // current from the jobs listed in rows_stale when Record runs; and each
+  // job's position in `running` (-1: not there).
+  struct TimelineRow {
+    int gpus = 0;
+    bool progressing = false;
+    double samples_per_s = 0, tokens_per_s = 0;
+  };
+  std::vector<TimelineRow> running_rows;
+  std::vector<int> running_pos;
+  std::vector<int> rows_stale;
   std::vector<int> free;
   std::vector<uint8_t> up;
   sim_detail::EventQueue events;
@@ -195,7 +206,13 @@ struct SimBackend::Impl {
 
   void RemoveActive(int index);
 
+  void AddRunning(int index);
   void RemoveRunning(int index);
+  // A job's allocation, phase or rate changed: the timeline reads it again.
+  void RowChanged(const sim_detail::JobState& j) {
+    timeline_dirty = true;
+    rows_stale.push_back(j.view.index);
+  }
 
   void Release(sim_detail::JobState& j);
 

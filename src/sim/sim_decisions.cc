@@ -129,7 +129,7 @@ Status SimBackend::Impl::Apply(const Decision& d) {
       }
     }
     j.needs_save = false;
-    running.push_back(idx);
+    AddRunning(idx);
     if (first) j.view.first_start = now;
     if (log != nullptr) Log(std::string(first ? "start" : "restart") + " job=" + s.id + " on=" + alloc->ToString(cluster) + how +
         " iter_s=" + FormatIter(j.iteration_time_s) + " delay_s=" + FormatIter(delay));
@@ -146,7 +146,7 @@ void SimBackend::Impl::SetRate(JobState& j, const JobRate& r) {
 }
 
 void SimBackend::Impl::StartOrDelay(JobState& j, double delay) {
-  timeline_dirty = true;
+  RowChanged(j);
   if (delay > 0) {
     j.view.phase = JobPhase::kStarting;
     j.ready_at = now + Seconds(delay);

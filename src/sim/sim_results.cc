@@ -15,15 +15,26 @@ void SimBackend::Impl::Record() {
   timeline_dirty = false;
   TimelinePoint p;
   p.time = now;
-  for (int idx : running) {
+  for (int idx : rows_stale) {
+    if (running_pos[idx] < 0) continue;
     const JobState& j = jobs[idx];
-    int g = j.view.alloc.gpus();
-    p.allocated_gpus += g;
-    if (j.view.phase == JobPhase::kRunning) {
+    TimelineRow& row = running_rows[running_pos[idx]];
+    row.gpus = j.view.alloc.gpus();
+    row.progressing = j.view.phase == JobPhase::kRunning;
+    if (row.progressing) {
+      row.samples_per_s = j.samples_per_iter / j.iteration_time_s;
+      row.tokens_per_s = j.tokens_per_iter / j.iteration_time_s;
+    }
+  }
+  rows_stale.clear();
+  // Summed in `running`'s order, as the rows are kept.
+  for (const TimelineRow& row : running_rows) {
+    p.allocated_gpus += row.gpus;
+    if (row.progressing) {
       ++p.running_jobs;
-      p.progressing_gpus += g;
-      p.samples_per_s += j.samples_per_iter / j.iteration_time_s;
-      p.tokens_per_s += j.tokens_per_iter / j.iteration_time_s;
+      p.progressing_gpus += row.gpus;
+      p.samples_per_s += row.samples_per_s;
+      p.tokens_per_s += row.tokens_per_s;
     } else {
       ++p.starting_jobs;
     }
