@@ -44,7 +44,11 @@ Status CheckDecision(const Snapshot& snap, const Decision& d, std::string_view p
     if (j == nullptr || rejected.count(idx)) {
       return Internal("policy " + policy + " assigned job index " + std::to_string(idx) + ", which is not active");
     }
-    Allocation& current = held.try_emplace(idx, j->alloc).first->second;
+    auto named = held.find(idx);
+    // Most jobs keep what they hold: no copy of it is needed for those.
+    if (named == held.end() && j->alloc == alloc) continue;
+    if (named == held.end()) named = held.emplace(idx, j->alloc).first;
+    Allocation& current = named->second;
     if (current == alloc) continue;
     release(current);
     current = Allocation{};
