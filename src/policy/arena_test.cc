@@ -179,15 +179,15 @@ TEST(ArenaInvariants, CheckerCatchesViolations) {
   // b's 2 GPUs with its plan set (as arena hands it over).
   std::vector<PlanChoice> plans = snap.belief->PlanSet(*f.jobs()[1].spec, t4, 2, 1, 4);
   ASSERT_FALSE(plans.empty());
-  Decision good{{{1, On(t4, {{0, 2}})}}, {}, kNever, {{1, plans}}};
+  Decision good{{{1, On(t4, {{0, 2}})}}, {}, kNever, {{1, plans}}, {}};
   EXPECT_EQ(failures(good), 0);
-  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever, {}}), 0);  // no plan set
+  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 2}})}}, {}, kNever, {}, {}}), 0);  // no plan set
   Decision wrong_size = good;
   wrong_size.plans[0].second = snap.belief->PlanSet(*f.jobs()[1].spec, t4, 1, 1, 4);
   EXPECT_GT(failures(wrong_size), 0);  // plans for 1 GPU on 2
-  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 3}})}}, {}, kNever, {}}), 0);  // 5 GPUs on a node of 4
-  EXPECT_GT(failures(Decision{{{0, On(t4, {{0, 1}})}}, {}, kNever, {}}), 0);  // rigid job shrunk
-  EXPECT_GT(failures(Decision{{{2, On(t4, {{0, 1}})}}, {}, kNever, {}}), 0);  // 175B on one T4
+  EXPECT_GT(failures(Decision{{{1, On(t4, {{0, 3}})}}, {}, kNever, {}, {}}), 0);  // 5 GPUs on a node of 4
+  EXPECT_GT(failures(Decision{{{0, On(t4, {{0, 1}})}}, {}, kNever, {}, {}}), 0);  // rigid job shrunk
+  EXPECT_GT(failures(Decision{{{2, On(t4, {{0, 1}})}}, {}, kNever, {}, {}}), 0);  // 175B on one T4
 }
 
 // A mixed scenario on `demo` (h100 = type 0 on n0-n1, a100 = 1 on n2-n7,
@@ -630,7 +630,7 @@ TEST(ArenaReject, HugeModelOnSmallGpus) {
   EXPECT_EQ(d.reject[0].first, 0);
   EXPECT_EQ(d.reject[1].first, 1);
   EXPECT_NE(d.reject[0].second.find("does not fit"), std::string::npos) << d.reject[0].second;
-  EXPECT_EQ(Show(Decision{d.assign, {}, kNever, {}}, f.cluster()), "j2=t4 x1 on n0:1");
+  EXPECT_EQ(Show(Decision{d.assign, {}, kNever, {}, {}}, f.cluster()), "j2=t4 x1 on n0:1");
 }
 
 TEST(ArenaReject, MoreGpusThanTheCluster) {

@@ -52,10 +52,6 @@ Step BestStep(const TypeCurve& c, int job, int curve, int from, int room) {
 
 }  // namespace
 
-bool RigidJob(const JobView& job) {
-  return job.agent == nullptr && job.spec->min_gpus == job.spec->max_gpus;
-}
-
 GpuRange GoodputGpuRange(const JobView& job, int cap) {
   if (RigidJob(job)) {
     int n = std::max(1, job.spec->requested_gpus);

@@ -33,7 +33,9 @@ struct GoodputGrant {
 };
 
 // A job whose GPU count cannot change: no agent and min_gpus == max_gpus.
-bool RigidJob(const JobView& job);
+inline bool RigidJob(const JobView& job) {
+  return job.agent == nullptr && job.spec->min_gpus == job.spec->max_gpus;
+}
 
 // The GPU counts a goodput policy considers for `job` under its own upper
 // bound `cap`: exactly the request for a rigid job, else [max(1,

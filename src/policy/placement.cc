@@ -329,7 +329,14 @@ std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gp
 }
 
 std::vector<int> UpGpusByType(const Snapshot& snapshot) {
-  std::vector<int> capacity(snapshot.cluster->types().size(), 0);
+  const Cluster& cluster = *snapshot.cluster;
+  std::vector<int> capacity(cluster.types().size(), 0);
+  // Every node up (the usual case): each type's whole count.
+  if (snapshot.node_up.size() >= cluster.nodes().size() &&
+      std::find(snapshot.node_up.begin(), snapshot.node_up.end(), 0) == snapshot.node_up.end()) {
+    for (size_t t = 0; t < capacity.size(); ++t) capacity[t] = cluster.types()[t].total_gpus;
+    return capacity;
+  }
   for (const ClusterNode& n : snapshot.cluster->nodes()) {
     if (n.id < static_cast<int>(snapshot.node_up.size()) && snapshot.node_up[n.id]) capacity[n.type] += n.gpus;
   }
