@@ -89,6 +89,10 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--contention-overhead", contention_overhead,
                  "Bandwidth transfers lose when they contend for a link, as Wang et al.'s eta/beta: k transfers "
                  "carry capacity / (1 + x (k-1)/k) (default 0: pure max-min; their 10 GbE figure is 0.2745)");
+  app.add_option("--interference", interference,
+                 "Slowdown of a job spread over nodes while it shares a node with another such job: it makes "
+                 "progress this fraction slower (default 0: none; the Pollux paper's experiment uses 0.25 and 0.5). "
+                 "pollux avoids such sharing unless pollux:avoid_interference=false");
   app.add_option("--out", out,
                  "Write summary.json, jobs.csv, timeline.csv, plots (PNG, gnuplot) and report.html (one "
                  "self-contained page: the summary table and charts) to this directory");
@@ -203,6 +207,10 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   if (!std::isfinite(f.contention_overhead) || f.contention_overhead < 0 || f.contention_overhead > 100)
     return InvalidArgument("--contention-overhead: expected a finite number from 0 to 100");
   c.network.contention_overhead = f.contention_overhead;
+  if (!std::isfinite(f.interference) || f.interference < 0 || f.interference >= 1)
+    return InvalidArgument("--interference " + FormatDouble(f.interference) +
+                           ": expected a fraction from 0 (none) up to, not including, 1");
+  c.interference = f.interference;
   // Failures must come slower than a job can restart, or nothing
   // progresses: the cluster's mean time between failures (per-node MTBF /
   // nodes) must be at least a minute.

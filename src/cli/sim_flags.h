@@ -47,6 +47,7 @@ struct SimFlags {
   double storage_gbs = 2.0;
   std::string network = "flow";
   double contention_overhead = 0;
+  double interference = 0;
   double restart_overhead_s = -1;  // < 0: 10 s, or 30 s for workloads played from app profiles
   double start_overhead_s = -1;    // < 0: 0 s, or 30 s likewise
   std::string apps;                // profile directory; "" = the workload's own

@@ -336,7 +336,8 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
 // One packing. keep_first: jobs granted their current type and count take
 // their exact GPUs before anything else is placed; otherwise every grant is
 // placed largest first and a kept job keeps its GPUs only if still free.
-Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first, int defrag_moves) {
+Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first, int defrag_moves,
+             bool avoid_spread_sharing) {
   auto unchanged = [](const GoodputGrant& g) {
     const JobView& j = *g.job;
     return !j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus;
@@ -350,6 +351,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     std::sort(keeps.begin(), keeps.end());
   }
   FreeMap fm(snap);
+  if (avoid_spread_sharing) fm.AvoidSpreadSharing(snap);
   size_t k = 0;
   for (const JobView* j : snap.jobs) {  // sorted by index
     while (k < keeps.size() && keeps[k] < j->index) ++k;
@@ -373,14 +375,15 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     return a->job->index < b->job->index;
   });
   for (const GoodputGrant* g : order) {
-    if (!keep_first && unchanged(*g) && fm.IsFree(g->job->alloc)) {
+    if (!keep_first && unchanged(*g) && fm.IsFree(g->job->alloc) &&
+        !(avoid_spread_sharing && fm.SharesSpreadNode(g->job->alloc))) {
       fm.Take(g->job->alloc);
       out.placed.push_back({g->job, Allocation{}});
       out.kept.push_back(1);
       out.gpus += g->gpus;
       continue;
     }
-    if (defrag_moves > 0) {
+    if (defrag_moves > 0 && !avoid_spread_sharing) {
       int k = g->max_nodes > 0 ? g->max_nodes : MinNodes(*snap.cluster, g->type, g->gpus);
       if (!fm.CanPlace(g->type, g->gpus, k) && fm.free_of_type(g->type) > 0) {
         if (auto a = Defragment(fm, *snap.cluster, g->type, g->gpus, k, defrag_moves, out)) {
@@ -418,10 +421,10 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
 
 Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants, const PlaceOptions& options,
                      PlaceStats* stats) {
-  Packing best = Pack(snap, grants, /*keep_first=*/true, options.defrag_moves);
+  Packing best = Pack(snap, grants, /*keep_first=*/true, options.defrag_moves, options.avoid_spread_sharing);
   bool repacked = false;
   if (!best.all_full && options.repack) {
-    Packing other = Pack(snap, grants, /*keep_first=*/false, options.defrag_moves);
+    Packing other = Pack(snap, grants, /*keep_first=*/false, options.defrag_moves, options.avoid_spread_sharing);
     if (other.gpus > best.gpus) {
       best = std::move(other);
       repacked = true;

@@ -86,6 +86,11 @@ struct PlaceOptions {
   // placement rule (defragmentation is a consolidating mechanism of its
   // own); the moved jobs are re-placed by the rule, on one node each.
   int defrag_moves = 0;
+  // No two jobs spread over nodes share a node (FreeMap::AvoidSpreadSharing;
+  // Pollux's interference avoidance). A grant that cannot be spread that
+  // way gets fewer GPUs, as the Pollux artifact's repair drops replicas.
+  // Defragmentation (defrag_moves) is not tried under it.
+  bool avoid_spread_sharing = false;
 };
 struct PlaceStats {
   int migrations = 0;     // kept jobs moved by defragmentation

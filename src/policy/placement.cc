@@ -46,8 +46,26 @@ std::optional<Allocation> FreeMap::Place(int type, int gpus, int max_nodes) {
     case PlacementRule::Kind::kFirstFit: alloc = FirstFit(type, gpus, max_nodes); break;
     case PlacementRule::Kind::kLwfKappa: alloc = LeastLoaded(type, gpus, max_nodes); break;
   }
+  // Under first-fit and lwf-kappa a spread that would share a node with
+  // another spread job is refused outright (consolidated placement skips
+  // those nodes instead).
+  if (alloc && avoid_spread_sharing_ && SharesSpreadNode(*alloc)) alloc.reset();
   if (alloc) Take(*alloc);
   return alloc;
+}
+
+void FreeMap::AvoidSpreadSharing(const Snapshot& snapshot) {
+  avoid_spread_sharing_ = true;
+  if (!multi_node_jobs_.empty()) return;  // lwf-kappa counts them already
+  multi_node_jobs_.assign(cluster_->nodes().size(), 0);
+  for (const JobView* j : snapshot.jobs) CountMultiNode(j->alloc, +1);
+}
+
+bool FreeMap::SharesSpreadNode(const Allocation& alloc) const {
+  if (alloc.nodes() < 2) return false;
+  for (const Placement& p : alloc.parts)
+    if (multi_node_jobs_[p.node] > 0) return true;
+  return false;
 }
 
 void FreeMap::BuildBuckets() const {
@@ -93,8 +111,10 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
       const uint64_t* bits = Bucket(type, f);
       for (int w = 0; w < words && left > 0; ++w) {
         for (uint64_t x = bits[w]; x != 0 && left > 0; x &= x - 1) {
+          const int id = info.nodes[w * 64 + std::countr_zero(x)];
+          if (avoid_spread_sharing_ && multi_node_jobs_[id] > 0) continue;
           int take = std::min(left, f);
-          alloc.parts.push_back({info.nodes[w * 64 + std::countr_zero(x)], take});
+          alloc.parts.push_back({id, take});
           left -= take;
         }
       }
@@ -107,7 +127,10 @@ std::optional<Allocation> FreeMap::Consolidated(int type, int gpus, int max_node
   for (int f = info.max_gpus_per_node; f >= 1; --f) {
     const uint64_t* bits = Bucket(type, f);
     for (int w = 0; w < words; ++w) {
-      for (uint64_t x = bits[w]; x != 0; x &= x - 1) order.push_back(info.nodes[w * 64 + std::countr_zero(x)]);
+      for (uint64_t x = bits[w]; x != 0; x &= x - 1) {
+        const int id = info.nodes[w * 64 + std::countr_zero(x)];
+        if (!(avoid_spread_sharing_ && multi_node_jobs_[id] > 0)) order.push_back(id);
+      }
     }
   }
   if (cluster_->num_racks() > 1) {

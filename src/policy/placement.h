@@ -70,6 +70,16 @@ class FreeMap {
   // lwf-kappa's load of `node` (busy fraction + multi-node allocations on
   // it; the latter counted only under lwf-kappa).
   double Load(int node) const;
+  // From now on a job spread over nodes never shares a node with another
+  // spread job (Pollux's interference avoidance: "at most one distributed
+  // job per node", its artifact's pollux.py Problem._repair): consolidated
+  // placement fills a spread only from nodes no other spread job uses, and
+  // any other rule's spread over such a node is refused. A job on one node
+  // may still share. The snapshot's spread jobs count until released.
+  void AvoidSpreadSharing(const Snapshot& snapshot);
+  // Under AvoidSpreadSharing: whether `alloc` spans nodes and one of them
+  // holds another spread job.
+  bool SharesSpreadNode(const Allocation& alloc) const;
 
  private:
   // Each rule's choice for a job on the current free GPUs (not taken yet);
@@ -83,6 +93,7 @@ class FreeMap {
   static void SortByNode(Allocation& alloc);
   // Adds `delta` to the multi-node count of alloc's nodes if it spans >= 2.
   void CountMultiNode(const Allocation& alloc, int delta);
+
   // Sets a node's free GPUs, keeping its bucket current once built.
   void SetFree(int node, int gpus);
   // Builds the buckets from free_ (on the first consolidated placement: a
@@ -109,9 +120,10 @@ class FreeMap {
   mutable std::vector<int> words_;        // type -> 64-bit words per bucket
   mutable std::vector<int> bucket_base_;  // type -> index of its bucket 0 in buckets_
   mutable std::vector<uint64_t> buckets_;
-  // lwf-kappa only (empty otherwise): per node, the allocations spanning
-  // >= 2 nodes that use it.
+  // lwf-kappa and AvoidSpreadSharing only (empty otherwise): per node, the
+  // allocations spanning >= 2 nodes that use it.
   std::vector<int> multi_node_jobs_;
+  bool avoid_spread_sharing_ = false;
 };
 
 // The job's GPU types in the order a heterogeneity-unaware policy tries

@@ -130,6 +130,42 @@ int FewestNodes(std::vector<int> free, int gpus) {
   return n;
 }
 
+// Interference avoidance: a spread job takes no node that another spread
+// job uses (node 1, shared by the running spread job), though a job on one
+// node may still go there; under first-fit, a spread over such a node is
+// refused rather than moved. Released spread jobs free their nodes for it.
+TEST(FreeMapAvoidance, SpreadJobsNeverShareANode) {
+  RuleFixture f(Flat(4, 4), Rule("consolidate"));
+  f.Run({{0, 4}, {1, 2}});  // a spread job: node 1 keeps 2 free GPUs
+  f.Run({{2, 2}});          // jobs on one node: nodes 2 and 3 keep 2 and 3
+  f.Run({{3, 1}});
+  FreeMap fm(f.snap);
+  fm.AvoidSpreadSharing(f.snap);
+  auto spread = fm.Place(0, 5);
+  ASSERT_TRUE(spread.has_value());
+  EXPECT_EQ(spread->ToString(f.cluster), "a100-80g x5 on n2:2,n3:3");
+  EXPECT_TRUE(fm.SharesSpreadNode(Allocation{0, {{1, 1}, {2, 1}}}));
+  EXPECT_FALSE(fm.SharesSpreadNode(Allocation{0, {{1, 1}}}));
+  auto single = fm.Place(0, 2);  // one node: node 1 may hold it
+  ASSERT_TRUE(single.has_value());
+  EXPECT_EQ(single->ToString(f.cluster), "a100-80g x2 on n1:2");
+  // Without avoidance the same spread takes node 1's two GPUs.
+  FreeMap plain(f.snap);
+  auto tight = plain.Place(0, 5);
+  ASSERT_TRUE(tight.has_value());
+  EXPECT_EQ(tight->ToString(f.cluster), "a100-80g x5 on n1:2,n3:3");
+
+  RuleFixture g(Flat(4, 4), Rule("first-fit"));
+  g.Run({{0, 2}, {1, 2}});
+  FreeMap ff(g.snap);
+  ff.AvoidSpreadSharing(g.snap);
+  EXPECT_FALSE(ff.Place(0, 4).has_value()) << "first-fit would spread over nodes 0 and 1";
+  ff.Release(g.jobs[0].alloc);
+  auto after = ff.Place(0, 4);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->ToString(g.cluster), "a100-80g x4 on n0:4");
+}
+
 TEST(PlacementRule, ParsesTheThreeRulesAndNamesThemBack) {
   struct Case {
     const char* text;

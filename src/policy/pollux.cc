@@ -15,8 +15,12 @@ namespace {
 
 class PolluxPolicy : public Policy {
  public:
-  PolluxPolicy(double p, double restart_penalty_s, int max_gpus, PlanMode mode)
-      : p_(p), restart_penalty_s_(restart_penalty_s), max_gpus_(max_gpus), utility_none_(Utility(0)) {
+  PolluxPolicy(double p, double restart_penalty_s, int max_gpus, bool avoid_interference, PlanMode mode)
+      : p_(p),
+        restart_penalty_s_(restart_penalty_s),
+        max_gpus_(max_gpus),
+        avoid_interference_(avoid_interference),
+        utility_none_(Utility(0)) {
     traits_.uses_rounds = true;
     traits_.plan_mode = mode;
     traits_.adapts_batch = true;
@@ -94,7 +98,9 @@ class PolluxPolicy : public Policy {
     }
     curves_.resize(used);
     std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
-    return PlaceGrants(snap, grants);
+    PlaceOptions place;
+    place.avoid_spread_sharing = avoid_interference_;
+    return PlaceGrants(snap, grants, place);
   }
 
  private:
@@ -109,6 +115,7 @@ class PolluxPolicy : public Policy {
   double p_;
   double restart_penalty_s_;
   int max_gpus_;
+  bool avoid_interference_;
   double utility_none_;  // Utility(0)
   PolicyTraits traits_;
   GoodputCache cache_;
@@ -123,7 +130,8 @@ void RegisterPolluxPolicy(PolicyRegistry& registry) {
        "Pollux (Qiao et al., OSDI 2021): each round, re-allocate for the power mean of goodput speedups "
        "(fairness p), with a re-allocation penalty; jobs' agents tune batch size for goodput",
        {"p=<exponent> (default -1; more negative = fairer)", "restart_penalty=<seconds> (default 30)",
-        "max_gpus=<per job> (default 64)"},
+        "max_gpus=<per job> (default 64)",
+        "avoid_interference=<true|false> (default true: at most one job spread over nodes on any node)"},
        [](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
          auto p = o.GetDouble("p", -1.0);
          if (!p.ok()) return p.status();
@@ -134,11 +142,13 @@ void RegisterPolluxPolicy(PolicyRegistry& registry) {
          if (*max_gpus != std::floor(*max_gpus) || *max_gpus > 1e6) {
            return InvalidArgument("pollux: max_gpus must be a whole number of GPUs, got " + o.GetString("max_gpus", ""));
          }
+         auto avoid = o.GetBool("avoid_interference", true);
+         if (!avoid.ok()) return avoid.status();
          if (*p >= 1 || *penalty < 0 || *max_gpus < 1) {
            return InvalidArgument("pollux: expected p < 1, restart_penalty >= 0, max_gpus >= 1");
          }
          return std::unique_ptr<Policy>(
-             new PolluxPolicy(*p, *penalty, static_cast<int>(*max_gpus), ctx.baseline_plan_mode));
+             new PolluxPolicy(*p, *penalty, static_cast<int>(*max_gpus), *avoid, ctx.baseline_plan_mode));
        }});
   assert(s.ok());
   (void)s;

@@ -20,17 +20,21 @@
 // whole 160-job Pollux workload, about 1,400 decisions, simulates in about
 // a second (bench/goodput_bench.cc, BM_PolluxWorkload's ms_per_decision).
 // Placement then packs the counts
-// onto nodes (policy/placement.h), keeping unchanged allocations in place.
+// onto nodes (policy/placement.h), keeping unchanged allocations in place,
+// and, as Pollux does to avoid interference, never puts two jobs spread
+// over nodes on one node (the artifact's Problem._repair: "at most one
+// distributed job per node"; FreeMap::AvoidSpreadSharing). A grant that
+// cannot be spread so gets fewer GPUs. The simulator's --interference
+// slows jobs that do share (SimConfig::interference).
 //
 // Deviations from the paper/artifact:
 //  - heterogeneity-unaware, as Pollux is: a job's model from its home type
 //    stands for every type (GoodputOracle with type_aware = false);
-//  - no "one distributed job per node" rule (the engine models no
-//    interference between jobs);
 //  - jobs without an agent are timed by the belief with efficiency 1.
 //
 // Options: p (power-mean exponent, default -1), restart_penalty (seconds,
-// default 30), max_gpus (per job, default 64).
+// default 30), max_gpus (per job, default 64), avoid_interference (default
+// true; false lets spread jobs share nodes).
 #pragma once
 
 #include "policy/policy.h"

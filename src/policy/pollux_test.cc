@@ -4,6 +4,7 @@
 
 #include "testing/test_data.h"
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -129,6 +130,43 @@ TEST(PolluxPolicyTest, EveryJobGetsAGpuWhenGpusOutnumberJobs) {
   // Deterministic: the same snapshot gives the same decision.
   Decision again = policy->Decide(f.Snap(Seconds(1200)));
   EXPECT_EQ(again.assign, d.assign);
+}
+
+// Nodes that more than one job spread over nodes uses.
+int SharedSpreadNodes(const std::vector<Allocation>& allocs, int nodes) {
+  std::vector<int> spread(nodes, 0);
+  for (const Allocation& a : allocs)
+    if (a.nodes() > 1)
+      for (const Placement& p : a.parts) ++spread[p.node];
+  return static_cast<int>(std::count_if(spread.begin(), spread.end(), [](int n) { return n > 1; }));
+}
+
+// Pollux's interference avoidance (its artifact's repair: "at most one
+// distributed job per node"): by default no two spread jobs share a node;
+// with avoid_interference=false the same jobs do (their odd counts leave
+// partly used nodes that the next spread job fills).
+TEST(PolluxPolicyTest, AvoidsPuttingTwoSpreadJobsOnANode) {
+  PolicyFixture f("pollux-64");
+  Agents agents;
+  const int nt = static_cast<int>(f.cluster().types().size());
+  for (int i = 0; i < 10; ++i) {
+    JobView& v = f.AddJob(MakeJob("j" + std::to_string(i)).Elastic(1, 6 + i % 3).Submit(Seconds(10 * i)));
+    v.agent = agents.Add(nt, GoodScaling(), Noisy(), 16);
+  }
+  Snapshot snap = f.Snap(Seconds(1200));
+  const int nodes = static_cast<int>(f.cluster().nodes().size());
+  auto avoiding = MakePolicy("pollux");
+  auto sharing = MakePolicy("pollux:avoid_interference=false");
+  ASSERT_NE(avoiding, nullptr);
+  ASSERT_NE(sharing, nullptr);
+  std::vector<Allocation> with = After(snap, avoiding->Decide(snap));
+  std::vector<Allocation> without = After(snap, sharing->Decide(snap));
+  ExpectValidPlacement(snap, with);
+  EXPECT_EQ(SharedSpreadNodes(with, nodes), 0);
+  EXPECT_GT(SharedSpreadNodes(without, nodes), 0);
+  int spread = 0;
+  for (const Allocation& a : with) spread += a.nodes() > 1;
+  EXPECT_GT(spread, 1) << "the test needs several spread jobs";
 }
 
 TEST(PolluxPolicyTest, NearLinearNoisyJobGetsMoreGpusThanPoorScaler) {

@@ -76,6 +76,12 @@ struct SimConfig {
   NetworkConfig network;
   // How policies place jobs on nodes (every policy placing through FreeMap).
   PlacementRule placement;
+  // Interference between distributed jobs (the Pollux artifact's model,
+  // simulator/simulator.py Cluster.step): a job spread over several nodes,
+  // on a node where another job spread over several nodes also runs, makes
+  // progress this fraction slower (its goodput times 1 - interference).
+  // 0: none. In [0, 1).
+  double interference = 0;
 };
 
 }  // namespace tessel

@@ -217,6 +217,66 @@ class FixedAllocationPolicy : public Policy {
   Allocation alloc_;
 };
 
+// A policy that places each job on its own fixed allocation, by index.
+class PlacedPolicy : public Policy {
+ public:
+  explicit PlacedPolicy(std::vector<Allocation> allocs) : allocs_(std::move(allocs)) {}
+  std::string_view name() const override { return "placed"; }
+  PolicyTraits traits() const override { return {}; }
+  Decision Decide(const Snapshot& s) override {
+    Decision d;
+    for (const JobView* j : s.jobs) {
+      if (j->phase == JobPhase::kPending) d.assign.push_back({j->index, allocs_[j->index]});
+    }
+    return d;
+  }
+
+ private:
+  std::vector<Allocation> allocs_;
+};
+
+// Interference (the Pollux artifact's model): two jobs spread over nodes
+// that share node 1 both run at half speed under --interference 0.5; a job
+// on one node beside them does not, nor does a spread job alone on its
+// nodes. When the shorter sharer finishes, the other runs at full speed:
+// it does N/2 iterations slowed by half (time t N), then N/2 at full speed
+// (t N / 2), 1.5 times its time alone.
+TEST(SimEngineTest, InterferenceSlowsSpreadJobsSharingANode) {
+  Cluster c = Cluster::Build(ParseClusterYaml(
+                                 "name: three\npools:\n  - {name: a100, gpu: a100-80g, nodes: 5, gpus_per_node: 4, "
+                                 "intra: nvswitch, network_gbps: 200}\n",
+                                 "three.yaml")
+                                 .value())
+                  .value();
+  auto run = [&](double interference, double b_iterations) {
+    Workload w;
+    w.name = "interference";
+    w.jobs = {Job("a", 0, 4, 1000), Job("b", 0, 4, b_iterations), Job("c", 0, 2, 1000),
+              Job("d", 0, 4, 1000)};
+    PlacedPolicy policy({Allocation{0, {{0, 2}, {1, 2}}}, Allocation{0, {{1, 2}, {2, 2}}}, Allocation{0, {{0, 2}}},
+                         Allocation{0, {{3, 2}, {4, 2}}}});
+    EstimatorThroughput belief(c, PlanMode::kDataParallel);
+    SimConfig config;
+    config.network.enabled = false;  // the jobs' own rates alone
+    config.interference = interference;
+    Simulator sim(c, w, policy, belief, belief, config);
+    auto r = sim.Run();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<double> run_s;
+    for (const char* id : {"a", "b", "c", "d"}) {
+      const JobRecord& j = Find(*r, id);
+      run_s.push_back(ToSeconds(j.finish - j.first_start));
+    }
+    return run_s;
+  };
+  std::vector<double> alone = run(0, 1000), slowed = run(0.5, 1000), shorter = run(0.5, 500);
+  EXPECT_NEAR(slowed[0] / alone[0], 2.0, 1e-5);  // a
+  EXPECT_NEAR(slowed[1] / alone[1], 2.0, 1e-5);  // b
+  EXPECT_NEAR(slowed[2] / alone[2], 1.0, 1e-9);  // c: on one node
+  EXPECT_NEAR(slowed[3] / alone[3], 1.0, 1e-9);  // d: spread, alone on its nodes
+  EXPECT_NEAR(shorter[0] / alone[0], 1.5, 1e-5);
+}
+
 TEST(SimEngineTest, PolicyAssigningBusyGpusIsReportedAsABug) {
   Cluster c = Tiny();
   Workload w;

@@ -114,6 +114,7 @@ void SimBackend::Impl::Release(JobState& j) {
   }
   j.last_nodes = std::max(1, j.view.alloc.nodes());
   j.view.alloc = Allocation{};
+  j.interfered = false;
   RemoveRunning(j.view.index);
 }
 
@@ -121,7 +122,8 @@ void SimBackend::Impl::Release(JobState& j) {
 void SimBackend::Impl::SetAppRate(JobState& j, AppJob& a, const Allocation& alloc) {
   RowChanged(j);
   AppRate r = player.SetRate(a, alloc);
-  j.iteration_time_s = r.iteration_time_s;
+  j.base_iteration_s = r.iteration_time_s;
+  j.iteration_time_s = r.iteration_time_s * Slowdown(j);
   j.samples_per_iter = r.samples_per_iter;
   j.tokens_per_iter = 0;
 }
@@ -442,6 +444,7 @@ BackendEvents SimBackend::Impl::Advance(SimTime t) {
 }
 
 void SimBackend::Impl::Settle() {
+  if (interference_dirty) UpdateInterference();
   if (contention_dirty) UpdateContention();
   if (timeline_dirty) Record();
 }

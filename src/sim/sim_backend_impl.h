@@ -28,6 +28,10 @@ struct JobState {
   JobView view;
   Status_ status = Status_::kNotArrived;
   double iteration_time_s = 0;  // truth, of the current allocation
+  // Its rate before interference (SimConfig::interference), and whether it
+  // suffers it now: a job spread over nodes sharing one with another.
+  double base_iteration_s = 0;
+  bool interfered = false;
   double samples_per_iter = 0;
   double tokens_per_iter = 0;
   SimTime progress_since = 0;   // done_iterations is exact at this time
@@ -152,6 +156,7 @@ struct SimBackend::Impl {
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
+  bool interference_dirty = false;  // the same, for SimConfig::interference
   // Something the timeline reads changed since the last Record (a job's
   // allocation, phase or rate; the active, running or profiling jobs; the
   // GPUs down). Settle records only then: the point it would add otherwise
@@ -185,8 +190,17 @@ struct SimBackend::Impl {
   // Job `index` started or stopped using links between nodes.
   void MarkContention(int index) {
     contention_dirty = true;
+    interference_dirty = true;
     contention_touched.push_back(index);
   }
+
+  // The factor interference puts on a job's iteration time now.
+  double Slowdown(const sim_detail::JobState& j) const {
+    return j.interfered ? 1.0 / (1.0 - config.interference) : 1.0;
+  }
+  // Which jobs spread over nodes share a node with another: their rates
+  // change when that does (SimConfig::interference).
+  void UpdateInterference();
 
   void Log(const std::string& line) {
     if (log) *log << sim_detail::Secs(now) << ' ' << line << '\n';
@@ -253,7 +267,7 @@ struct SimBackend::Impl {
   Status Apply(const Decision& d);
 
   // A job's truth rate from a ThroughputModel answer.
-  static void SetRate(sim_detail::JobState& j, const JobRate& r);
+  void SetRate(sim_detail::JobState& j, const JobRate& r);
 
   void StartOrDelay(sim_detail::JobState& j, double delay);
 

@@ -140,7 +140,8 @@ Status SimBackend::Impl::Apply(const Decision& d) {
 
 // A job's truth rate from a ThroughputModel answer.
 void SimBackend::Impl::SetRate(JobState& j, const JobRate& r) {
-  j.iteration_time_s = j.alone_iteration_s = r.iteration_time_s;
+  j.alone_iteration_s = j.base_iteration_s = r.iteration_time_s;
+  j.iteration_time_s = r.iteration_time_s * Slowdown(j);
   j.samples_per_iter = r.samples_per_s * r.iteration_time_s;
   j.tokens_per_iter = r.tokens_per_s * r.iteration_time_s;
 }
@@ -213,12 +214,50 @@ void SimBackend::Impl::UpdateContention() {
   }
 }
 
+void SimBackend::Impl::UpdateInterference() {
+  interference_dirty = false;
+  if (config.interference <= 0) return;
+  // Jobs spread over nodes, per node: those holding GPUs (a job restarting
+  // there counts, as an allocation does in the Pollux artifact).
+  std::vector<int> spread(cluster.nodes().size(), 0);
+  std::vector<int> holding(running.begin(), running.end());
+  std::sort(holding.begin(), holding.end());
+  for (int i : holding) {
+    const Allocation& a = jobs[i].view.alloc;
+    if (a.nodes() > 1)
+      for (const Placement& p : a.parts) ++spread[p.node];
+  }
+  for (int i : holding) {
+    JobState& j = jobs[i];
+    const Allocation& a = j.view.alloc;
+    bool shared = false;
+    if (a.nodes() > 1)
+      for (const Placement& p : a.parts) shared = shared || spread[p.node] > 1;
+    if (shared == j.interfered) continue;
+    Touch(j);
+    j.interfered = shared;
+    j.iteration_time_s = j.base_iteration_s * Slowdown(j);
+    RowChanged(j);
+    if (log != nullptr)
+      Log(std::string("interference job=") + j.view.spec->id + (shared ? " on" : " off") +
+          " iter_s=" + FormatIter(j.iteration_time_s));
+    // A running job's completion moves; a restarting one starts at the new
+    // rate when it is ready (its ready event stays valid).
+    if (j.view.phase == JobPhase::kRunning) {
+      ++j.version;
+      BeginProgress(j, /*continues=*/true);
+    }
+  }
+}
+
 void SimBackend::Impl::Rerate(JobState& j, double iteration_s) {
   // Changes under 1% are the model's own noise (its fixed point and
   // measured window), not worth an event.
-  if (std::abs(iteration_s - j.iteration_time_s) <= 1e-2 * j.iteration_time_s) return;
+  const double slowed = iteration_s * Slowdown(j);
+  if (std::abs(slowed - j.iteration_time_s) <= 1e-2 * j.iteration_time_s) return;
   Touch(j);
-  j.iteration_time_s = iteration_s;
+  j.base_iteration_s = iteration_s;
+  j.iteration_time_s = slowed;
   if (log != nullptr)
     Log("rate job=" + j.view.spec->id + " network_slowdown=" + FormatIter(iteration_s / j.alone_iteration_s) +
         " iter_s=" + FormatIter(j.iteration_time_s));
