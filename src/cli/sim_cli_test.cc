@@ -353,6 +353,25 @@ TEST(SimCli, PolluxWorkloadPlaysFromProfilesByDefault) {
   EXPECT_EQ(nlohmann::json::parse(est.out)["truth"], "estimator");
 }
 
+// The Arena artifact's setting, rule by rule: its FCFS never runs the
+// data-parallel memory check, so it runs every Venus and PAI job (the
+// artifact finishes them all); Gavel stays held to the check and leaves
+// out the jobs its data-parallel plans cannot hold.
+TEST(SimCli, ArtifactSettingFcfsRunsEveryJobGavelIsMemoryChecked) {
+  TESSEL_REQUIRE_DATA();
+  for (const auto& [trace, jobs] : {std::pair<std::string, int>{"venus", 438}, {"pai", 125}}) {
+    std::string path = ::tessel::testing::DataDir() + "/arena/traces/simulate_trace_" + trace + ".csv";
+    Out r = Tessel({"compare", "--cluster", "arena-1280", "--trace", path, "--setting", "arena-artifact", "--policies",
+                    "fcfs,gavel", "--json", "--no-progress", "--data", ::tessel::testing::DataDir()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 2u);
+    EXPECT_EQ(j[0]["jobs_finished"], jobs) << trace;
+    EXPECT_LT(j[1]["jobs_finished"].get<int>(), jobs) << trace;
+    EXPECT_GT(j[1]["jobs_memory_refused"].get<int>(), 0) << trace;
+  }
+}
+
 // `accuracy --rows` lists every skipped reference row with its reason (the
 // shape-not-what-ran rows of data/measured/unusable-rows.csv among them);
 // --json carries the same list.

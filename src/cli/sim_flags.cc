@@ -294,10 +294,27 @@ Result<SimFlags> ParseSimFlags(const std::vector<std::string>& args) {
   return flags;
 }
 
+// Under --setting arena-artifact, whether a policy's lookups pass the
+// artifact's data-parallel memory check (sjtu-epcc/arena, ae-eurosys):
+// - arena and the policies that search plans price each plan by its own
+//   memory: no data-parallel check;
+// - fcfs: never checked. baselines/fcfs_sched.py:236-248 drops an arriving
+//   job only when `_is_alloc_feasible(..., force_opt=True)` fails, and
+//   places with `force_opt=True` (:170, :217); db_querier.py:93 skips the
+//   out-of-memory check under force_opt (the profile database holds the
+//   optimal plan's times only);
+// - every other baseline (gavel, elasticflow, sia, ...): checked on every
+//   lookup (ArenaDpMemoryGate).
+bool ArtifactChecksMemory(const Policy& policy) {
+  if (policy.traits().searches_plans) return false;
+  return policy.name() != "fcfs";
+}
+
 PolicyContext MakePolicyContext(const SimFlags& f) {
   PolicyContext ctx;
   ctx.baseline_plan_mode = ParsePlanMode(f.baseline_parallelism).value();
   ctx.seed = f.seed;
+  ctx.arena_artifact = f.setting == "arena-artifact";
   return ctx;
 }
 
@@ -332,7 +349,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& th
   ThroughputModel* believed = &belief;
   if (setup.arena_artifact) {
     believed = truth;
-    if (!policy->traits().searches_plans) {
+    if (ArtifactChecksMemory(*policy)) {
       std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/dp_mem.json").string();
       auto loaded = ArenaDpMemoryGate::Load(path, setup.cluster, *truth);
       if (!loaded.ok()) return Status(loaded.status().code(), "--setting arena-artifact: " + loaded.status().message());

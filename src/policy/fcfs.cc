@@ -11,7 +11,8 @@ enum class Backfill { kNone, kFirstFit, kEasy };
 
 class FcfsPolicy : public BaselinePolicy {
  public:
-  FcfsPolicy(Backfill backfill, PlanMode mode) : BaselinePolicy("fcfs", false, mode), backfill_(backfill) {}
+  FcfsPolicy(Backfill backfill, bool block_per_type, PlanMode mode)
+      : BaselinePolicy("fcfs", false, mode), backfill_(backfill), block_per_type_(block_per_type) {}
 
   Decision Decide(const Snapshot& snap) override {
     Decision d;
@@ -23,9 +24,33 @@ class FcfsPolicy : public BaselinePolicy {
     SimTime res_time = kNever;
     int res_spare = 0;
     const int num_types = static_cast<int>(snap.cluster->types().size());
+    // block=type: the GPU types a job that could not start holds up.
+    std::vector<uint8_t> type_blocked(num_types, 0);
     for (const JobView* job : snap.jobs) {
       if (job->phase != JobPhase::kPending) continue;
       const JobSpec& spec = *job->spec;
+      if (block_per_type_) {
+        std::vector<int> types = CandidateTypes(*job, snap);
+        if (types.empty()) {
+          d.reject.push_back({job->index, "no GPU type in the cluster can run it on " +
+                                              std::to_string(spec.requested_gpus) + " GPUs"});
+          continue;
+        }
+        std::optional<Allocation> placed;
+        bool open = false;  // some candidate type is not held up
+        for (int t : types) {
+          if (type_blocked[t]) continue;
+          open = true;
+          placed = free.Place(t, spec.requested_gpus);
+          if (placed) break;
+        }
+        if (placed) {
+          d.assign.push_back({job->index, std::move(*placed)});
+        } else if (open) {
+          for (int t : types) type_blocked[t] = 1;
+        }
+        continue;
+      }
       if (blocked) {
         // Backfilling: skip cheaply what cannot fit anywhere now, and stop
         // once nothing is free.
@@ -99,6 +124,7 @@ class FcfsPolicy : public BaselinePolicy {
   }
 
   Backfill backfill_;
+  bool block_per_type_;
 };
 
 }  // namespace
@@ -107,7 +133,10 @@ void RegisterFcfsPolicy(PolicyRegistry& registry) {
   Status s = registry.Register(
       {"fcfs",
        "first-come first-served on the requested GPUs; optional first-fit or EASY backfill",
-       {"backfill=none|first-fit|easy (default none)"},
+       {"backfill=none|first-fit|easy (default none)",
+        "block=all|type (default all: the first job that cannot start holds up every job behind it; type: only "
+        "jobs that could use its GPU types, the Arena artifact's FCFS and the default under --setting "
+        "arena-artifact)"},
        [](const PolicyOptions& opts, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
          std::string b = opts.GetString("backfill", "none");
          Backfill backfill;
@@ -120,7 +149,12 @@ void RegisterFcfsPolicy(PolicyRegistry& registry) {
          } else {
            return InvalidArgument("fcfs: backfill '" + b + "': expected none, first-fit or easy");
          }
-         return std::unique_ptr<Policy>(new FcfsPolicy(backfill, ctx.baseline_plan_mode));
+         std::string block = opts.GetString("block", ctx.arena_artifact && backfill == Backfill::kNone ? "type" : "all");
+         if (block != "all" && block != "type")
+           return InvalidArgument("fcfs: block '" + block + "': expected all or type");
+         if (block == "type" && backfill != Backfill::kNone)
+           return InvalidArgument("fcfs: block=type is a backfill rule of its own; use it with backfill=none");
+         return std::unique_ptr<Policy>(new FcfsPolicy(backfill, block == "type", ctx.baseline_plan_mode));
        }});
   assert(s.ok());
   (void)s;

@@ -11,6 +11,12 @@
 //    estimate of running jobs' remaining time); a later job may start now
 //    only if it fits and either ends before that reservation or uses GPUs
 //    the head job will not need.
+// Blocking (option block=): all (default) as above; type: a job that cannot
+// start holds up only the later jobs that could use one of its GPU types,
+// others may start (the Arena artifact's FCFS, sjtu-epcc/arena ae-eurosys
+// baselines/fcfs_sched.py:153-187, and the default under --setting
+// arena-artifact). Only with backfill=none.
+//
 // Deviations: a job that names no GPU type goes to the fastest type (by the
 // belief) with room, the reservation is per GPU type and ignores node
 // boundaries.

@@ -100,6 +100,10 @@ class PolicyOptions {
 struct PolicyContext {
   PlanMode baseline_plan_mode = PlanMode::kDataParallel;  // --baseline-parallelism
   uint64_t seed = 0;
+  // --setting arena-artifact: policies take the Arena artifact's rules as
+  // their defaults where they differ (fcfs: head-of-line blocking per GPU
+  // type).
+  bool arena_artifact = false;
 };
 
 using PolicyFactory =
