@@ -166,6 +166,17 @@ TEST(FreeMapAvoidance, SpreadJobsNeverShareANode) {
   EXPECT_EQ(after->ToString(g.cluster), "a100-80g x4 on n0:4");
 }
 
+// Each type's GPUs on up nodes: the whole count when every node is up, less
+// a failed node's GPUs when one is down.
+TEST(UpGpusByType, CountsOnlyNodesThatAreUp) {
+  RuleFixture f(Flat(4, 4), Rule("consolidate"));
+  EXPECT_EQ(UpGpusByType(f.snap), std::vector<int>{16});
+  f.up[2] = 0;
+  f.free[2] = 0;
+  f.Refresh();
+  EXPECT_EQ(UpGpusByType(f.snap), std::vector<int>{12});
+}
+
 TEST(PlacementRule, ParsesTheThreeRulesAndNamesThemBack) {
   struct Case {
     const char* text;
