@@ -29,13 +29,21 @@ class FcfsPolicy : public BaselinePolicy {
     for (const JobView* job : snap.jobs) {
       if (job->phase != JobPhase::kPending) continue;
       const JobSpec& spec = *job->spec;
+      if (blocked) {
+        // Backfilling: skip cheaply what cannot fit anywhere now, and stop
+        // once nothing is free.
+        int most_free = 0;
+        for (int t = 0; t < num_types; ++t) most_free = std::max(most_free, free.free_of_type(t));
+        if (most_free == 0) break;
+        if (spec.requested_gpus > most_free) continue;
+      }
+      std::vector<int> types = CandidateTypes(*job, snap);
+      if (types.empty()) {
+        d.reject.push_back({job->index, "no GPU type in the cluster can run it on " +
+                                            std::to_string(spec.requested_gpus) + " GPUs"});
+        continue;
+      }
       if (block_per_type_) {
-        std::vector<int> types = CandidateTypes(*job, snap);
-        if (types.empty()) {
-          d.reject.push_back({job->index, "no GPU type in the cluster can run it on " +
-                                              std::to_string(spec.requested_gpus) + " GPUs"});
-          continue;
-        }
         std::optional<Allocation> placed;
         bool open = false;  // some candidate type is not held up
         for (int t : types) {
@@ -49,20 +57,6 @@ class FcfsPolicy : public BaselinePolicy {
         } else if (open) {
           for (int t : types) type_blocked[t] = 1;
         }
-        continue;
-      }
-      if (blocked) {
-        // Backfilling: skip cheaply what cannot fit anywhere now, and stop
-        // once nothing is free.
-        int most_free = 0;
-        for (int t = 0; t < num_types; ++t) most_free = std::max(most_free, free.free_of_type(t));
-        if (most_free == 0) break;
-        if (spec.requested_gpus > most_free) continue;
-      }
-      std::vector<int> types = CandidateTypes(*job, snap);
-      if (types.empty()) {
-        d.reject.push_back({job->index, "no GPU type in the cluster can run it on " +
-                                            std::to_string(spec.requested_gpus) + " GPUs"});
         continue;
       }
       std::optional<Allocation> placed;

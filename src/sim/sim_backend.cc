@@ -444,8 +444,11 @@ BackendEvents SimBackend::Impl::Advance(SimTime t) {
 }
 
 void SimBackend::Impl::Settle() {
-  if (interference_dirty) UpdateInterference();
-  if (contention_dirty) UpdateContention();
+  // Both follow the jobs spread over nodes (MarkContention).
+  if (contention_dirty) {
+    UpdateInterference();
+    UpdateContention();
+  }
   if (timeline_dirty) Record();
 }
 

@@ -156,7 +156,6 @@ struct SimBackend::Impl {
   int down_gpus = 0;
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
-  bool interference_dirty = false;  // the same, for SimConfig::interference
   // Something the timeline reads changed since the last Record (a job's
   // allocation, phase or rate; the active, running or profiling jobs; the
   // GPUs down). Settle records only then: the point it would add otherwise
@@ -190,7 +189,6 @@ struct SimBackend::Impl {
   // Job `index` started or stopped using links between nodes.
   void MarkContention(int index) {
     contention_dirty = true;
-    interference_dirty = true;
     contention_touched.push_back(index);
   }
 

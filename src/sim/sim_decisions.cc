@@ -215,7 +215,6 @@ void SimBackend::Impl::UpdateContention() {
 }
 
 void SimBackend::Impl::UpdateInterference() {
-  interference_dirty = false;
   if (config.interference <= 0) return;
   // Jobs spread over nodes, per node: those holding GPUs (a job restarting
   // there counts, as an allocation does in the Pollux artifact).
