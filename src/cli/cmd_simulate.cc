@@ -214,7 +214,7 @@ CommandAction SetupCompare(CLI::App& app, CommandIo io) {
     }
     // Every spec is checked before the first simulation runs.
     for (const std::string& spec : specs) {
-      auto policy = PolicyRegistry::Builtin().Create(spec, PolicyContext{});
+      auto policy = PolicyRegistry::Builtin().Create(spec, MakePolicyContext(*flags));
       if (!policy.ok()) {
         io.err << "error: --policies: " << spec << ": " << policy.status().message() << "\n";
         return 2;

@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "policy/profiled_throughput.h"
 #include "sim/arena_db.h"
+#include "sim/ddl_paper.h"
 #include "sim/memory_gate.h"
 #include "workload/gen_trace.h"
 #include "workload/trace.h"
@@ -37,7 +38,9 @@ void SimFlags::Add(CLI::App& app) {
                  "arena-db seen by every policy, baselines data-parallel only and refused where dp_mem.json says "
                  "it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
                  "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
-                 "restart overhead, deadlines 5x looser); see docs/deadlines-and-settings.md");
+                 "restart overhead, deadlines 5x looser) or ddl-paper (Wang et al.'s shared-GPU simulator for "
+                 "ada-srsf, srsf-avoid and srsf-accept on profiled-model traces: GPUs shared by memory, 1 ms "
+                 "steps, their k-way contention law; see docs/contention.md); see docs/deadlines-and-settings.md");
   app.add_option("--deadline-slack", deadline_slack,
                  "Multiply each job's time to its deadline (deadline - submit) by this (default 1; 5 under "
                  "--setting arena-artifact, as the artifact's simulator)");
@@ -61,7 +64,8 @@ void SimFlags::Add(CLI::App& app) {
                  "fewest nodes, within a rack when one holds the job), first-fit (nodes in ascending id, as many "
                  "GPUs from each as it has) or lwf-kappa[:kappa=N] (least-loaded nodes first -- load: busy GPU "
                  "fraction + multi-node jobs on the node --, spread over at most N nodes when N nodes can hold the "
-                 "job, else the fewest; default N = 2; Wang et al. 2020)");
+                 "job, else the fewest; default N = 2; Wang et al. 2020). Under --setting ddl-paper: first-fit or "
+                 "lwf-kappa:kappa=N (default N = 2), N their threshold on a job's GPUs (sim/shared_gpu_sim.h)");
   app.add_option("--reference-gpu", reference_gpu,
                  "GPU type a trace's durations were measured on when it names none (default: the cluster's "
                  "most numerous type)");
@@ -167,9 +171,21 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   auto rule = goodput::ParseScalingRule(f.scaling_rule);
   if (!rule.ok()) return InvalidArgument("--scaling-rule: " + rule.status().message());
   c.scaling_rule = *rule;
-  if (f.setting != "default" && f.setting != "arena-artifact")
-    return InvalidArgument("--setting " + f.setting + ": expected default or arena-artifact");
+  if (f.setting != "default" && f.setting != "arena-artifact" && f.setting != kDdlPaperSetting)
+    return InvalidArgument("--setting " + f.setting + ": expected default, arena-artifact or ddl-paper");
   const bool artifact = f.setting == "arena-artifact";
+  setup.ddl_paper = f.setting == kDdlPaperSetting;
+  if (setup.ddl_paper) {
+    // Their simulator has no failures, no interference model, no measured
+    // truth but the models' own profiles, and no logs of tessel's engine.
+    if (f.node_mtbf_h > 0 || f.interference > 0 || f.truth != "estimator" || !f.event_log.empty() ||
+        !f.decision_log.empty()) {
+      return InvalidArgument(
+          "--setting ddl-paper plays Wang et al.'s simulator, which has no failures, interference, --truth "
+          "source, event log or decision log: drop --node-mtbf-h, --interference, --truth, --event-log and "
+          "--decision-log");
+    }
+  }
   setup.arena_artifact = artifact;
   setup.truth = artifact ? "arena-db" : f.truth;
   if (f.deadline_slack != -1 && !(f.deadline_slack > 0 && f.deadline_slack <= 1e6)) {
@@ -250,7 +266,8 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   }
   auto mode = ParsePlanMode(f.baseline_parallelism);
   if (!mode.ok()) return InvalidArgument("--baseline-parallelism: " + mode.status().message());
-  auto placement = ParsePlacementRule(f.placement);
+  auto placement =
+      ParsePlacementRule(!f.placement.empty() ? f.placement : setup.ddl_paper ? "lwf-kappa:kappa=2" : "consolidate");
   if (!placement.ok()) return InvalidArgument("--placement: " + placement.status().message());
   c.placement = *placement;
   return setup;
@@ -315,6 +332,7 @@ PolicyContext MakePolicyContext(const SimFlags& f) {
   ctx.baseline_plan_mode = ParsePlanMode(f.baseline_parallelism).value();
   ctx.seed = f.seed;
   ctx.arena_artifact = f.setting == "arena-artifact";
+  ctx.ddl_paper = f.setting == kDdlPaperSetting;
   return ctx;
 }
 
@@ -328,6 +346,11 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, const std:
 Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& the_policy, const std::string& policy_spec,
                             std::ostream& err) {
   Policy* const policy = &the_policy;
+  if (setup.ddl_paper) {
+    auto config = DdlPaperConfig(setup.cluster, *policy, setup.config.placement, setup.config.horizon);
+    if (!config.ok()) return config.status();
+    return RunDdlPaper(setup.cluster, setup.workload, *config, setup.config, policy_spec);
+  }
   EstimatorThroughput estimator(setup.cluster, policy->traits().plan_mode);
   // Jobs of profiled models (model/profiled_model.h) run at their measured
   // times under every truth, and the belief knows them too.

@@ -27,10 +27,10 @@ struct SimFlags {
   std::string horizon;
   std::string round;  // "" = 300 s, or 60 s for workloads played from app profiles
   std::string truth = "estimator";
-  std::string setting = "default";  // default | arena-artifact
+  std::string setting = "default";  // default | arena-artifact | ddl-paper
   double deadline_slack = -1;       // < 0: 1, or 5 under --setting arena-artifact
   std::string baseline_parallelism = "dp";
-  std::string placement = "consolidate";
+  std::string placement;  // "" = consolidate, or lwf-kappa:kappa=2 under ddl-paper
   std::string reference_gpu;
   std::string out;
   std::string event_log;
@@ -72,6 +72,9 @@ struct SimSetup {
   // that do not search plans (the baselines) pass the artifact's
   // data-parallel memory check (sim/memory_gate.h).
   bool arena_artifact = false;
+  // --setting ddl-paper: runs are played by Wang et al.'s shared-GPU
+  // simulator (sim/ddl_paper.h).
+  bool ddl_paper = false;
 };
 
 Result<SimSetup> ResolveSim(const SimFlags& flags);

@@ -28,6 +28,9 @@ struct ProfiledModel {
   double forward_s = 0;
   double backward_s = 0;
   int per_gpu_batch = 1;
+  // Memory one worker holds on its GPU, MB (MiB): what limits how many jobs
+  // share a GPU under --setting ddl-paper (sim/shared_gpu_sim.h).
+  int train_memory_mb = 0;
   std::string source;
 };
 

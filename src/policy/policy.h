@@ -50,6 +50,10 @@ struct PolicyTraits {
   // How the backend starts a multi-node job's transfer on busy links
   // (ada-srsf and its baselines; everyone else shares at once).
   CommSchedule comm_schedule = CommSchedule::kConcurrent;
+  // ada-srsf:paper_rest_size=true, under --setting ddl-paper only: AdaDUAL
+  // reads the other transfer's remaining size as Wang et al.'s code does
+  // (sim/shared_gpu_sim.h).
+  bool paper_rest_size = false;
 };
 
 class Policy {
@@ -104,6 +108,9 @@ struct PolicyContext {
   // their defaults where they differ (fcfs: head-of-line blocking per GPU
   // type).
   bool arena_artifact = false;
+  // --setting ddl-paper: Wang et al.'s shared-GPU simulator plays the
+  // policy (sim/ddl_paper.h); options meaningful only there are accepted.
+  bool ddl_paper = false;
 };
 
 using PolicyFactory =

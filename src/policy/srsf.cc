@@ -11,8 +11,10 @@ namespace {
 
 class SrsfPolicy : public BaselinePolicy {
  public:
-  SrsfPolicy(std::string_view name, CommSchedule schedule, PlanMode mode) : BaselinePolicy(name, false, mode) {
+  SrsfPolicy(std::string_view name, CommSchedule schedule, PlanMode mode, bool paper_rest_size)
+      : BaselinePolicy(name, false, mode) {
     mutable_traits().comm_schedule = schedule;
+    mutable_traits().paper_rest_size = paper_rest_size;
   }
 
   Decision Decide(const Snapshot& snap) override {
@@ -75,9 +77,28 @@ void RegisterSrsfPolicies(PolicyRegistry& registry) {
                                    "and share links max-min"}}) {
     const char* name = v.name;
     CommSchedule schedule = v.schedule;
+    const bool ada = schedule == CommSchedule::kAdaDual;
+    std::vector<std::string> options;
+    if (ada) {
+      options.push_back(
+          "paper_rest_size=true|false (default false; --setting ddl-paper only: AdaDUAL reads the other transfer's "
+          "remaining size as Wang et al.'s code does, advancing it at each check)");
+    }
     Status s = registry.Register(
-        {name, v.summary, {}, [name, schedule](const PolicyOptions&, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
-           return std::unique_ptr<Policy>(new SrsfPolicy(name, schedule, ctx.baseline_plan_mode));
+        {name, v.summary, options,
+         [name, schedule, ada](const PolicyOptions& o, const PolicyContext& ctx) -> Result<std::unique_ptr<Policy>> {
+           bool paper_rest_size = false;
+           if (ada) {
+             auto v = o.GetBool("paper_rest_size", false);
+             if (!v.ok()) return v.status();
+             paper_rest_size = *v;
+             if (paper_rest_size && !ctx.ddl_paper) {
+               return InvalidArgument(
+                   "paper_rest_size=true is the remaining-size computation of Wang et al.'s shared-GPU simulator; "
+                   "it applies under --setting ddl-paper only");
+             }
+           }
+           return std::unique_ptr<Policy>(new SrsfPolicy(name, schedule, ctx.baseline_plan_mode, paper_rest_size));
          }});
     assert(s.ok());
     (void)s;
