@@ -524,5 +524,28 @@ TEST(SimCli, DdlPaperSettingPlaysTheAuthorsSimulator) {
   EXPECT_NE(outside.err.find("applies under --setting ddl-paper only"), std::string::npos) << outside.err;
 }
 
+// --autoscale: pollux only, nodes within the cluster's, --boot-delay with it;
+// the summary then carries node_hours.
+TEST(SimCli, AutoscaleIsCheckedAndReportsNodeHours) {
+  Out fcfs = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "fcfs", "--autoscale", "2:8", "--no-progress"});
+  EXPECT_EQ(fcfs.code, 2);
+  EXPECT_NE(fcfs.err.find("policy fcfs does not price a cluster size (use pollux)"), std::string::npos) << fcfs.err;
+  Out big = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--autoscale", "2:17"});
+  EXPECT_EQ(big.code, 2);
+  EXPECT_NE(big.err.find("1 <= MIN <= MAX <= 16"), std::string::npos) << big.err;
+  Out delay = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--boot-delay", "60"});
+  EXPECT_EQ(delay.code, 2);
+  EXPECT_NE(delay.err.find("--boot-delay applies with --autoscale only"), std::string::npos) << delay.err;
+  Out ok = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--round", "60", "--limit", "40",
+                   "--autoscale", "2:16", "--boot-delay", "90", "--json", "--no-progress"});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_GT(j["node_hours"].get<double>(), 0);
+  EXPECT_EQ(j["jobs_finished"], 40);
+  Out fixed = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--limit", "5", "--json",
+                      "--no-progress"});
+  EXPECT_FALSE(nlohmann::json::parse(fixed.out).contains("node_hours"));
+}
+
 }  // namespace
 }  // namespace tessel

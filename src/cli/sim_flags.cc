@@ -66,6 +66,15 @@ void SimFlags::Add(CLI::App& app) {
                  "fraction + multi-node jobs on the node --, spread over at most N nodes when N nodes can hold the "
                  "job, else the fewest; default N = 2; Wang et al. 2020). Under --setting ddl-paper: first-fit or "
                  "lwf-kappa:kappa=N (default N = 2), N their threshold on a job's GPUs (sim/shared_gpu_sim.h)");
+  app.add_option("--autoscale", autoscale,
+                 "Goodput-driven cluster auto-scaling (Pollux OSDI 2021 §5; pollux only): MIN:MAX[:LOW,HIGH] nodes. "
+                 "The cluster starts with its first MIN nodes; each round the utility (jobs' speedups over the "
+                 "powered GPUs) enters a 15-round window, and when its mean leaves [LOW, HIGH] (default "
+                 "0.35,0.65) the node count moves to the one whose utility is nearest the band's middle; only "
+                 "nodes holding no job are powered down. The summary adds node_hours");
+  app.add_option("--boot-delay", boot_delay_s,
+                 "Seconds a node powered up by --autoscale takes to join (default 0, as the Pollux artifact; a "
+                 "cloud VM takes minutes)");
   app.add_option("--reference-gpu", reference_gpu,
                  "GPU type a trace's durations were measured on when it names none (default: the cluster's "
                  "most numerous type)");
@@ -179,11 +188,11 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     // Their simulator has no failures, no interference model, no measured
     // truth but the models' own profiles, and no logs of tessel's engine.
     if (f.node_mtbf_h > 0 || f.interference > 0 || f.truth != "estimator" || !f.event_log.empty() ||
-        !f.decision_log.empty()) {
+        !f.decision_log.empty() || !f.autoscale.empty()) {
       return InvalidArgument(
           "--setting ddl-paper plays Wang et al.'s simulator, which has no failures, interference, --truth "
-          "source, event log or decision log: drop --node-mtbf-h, --interference, --truth, --event-log and "
-          "--decision-log");
+          "source, event log, decision log or auto-scaling: drop --node-mtbf-h, --interference, --truth, "
+          "--event-log, --decision-log and --autoscale");
     }
   }
   setup.arena_artifact = artifact;
@@ -227,6 +236,16 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     return InvalidArgument("--interference " + FormatDouble(f.interference) +
                            ": expected a fraction from 0 (none) up to, not including, 1");
   c.interference = f.interference;
+  if (!f.autoscale.empty()) {
+    auto a = ParseAutoscale(f.autoscale, static_cast<int>(setup.cluster.nodes().size()));
+    if (!a.ok()) return a.status();
+    if (!(f.boot_delay_s >= 0 && f.boot_delay_s <= 1e6))
+      return InvalidArgument("--boot-delay: expected seconds from 0 to 1e6, got " + FormatDouble(f.boot_delay_s));
+    c.autoscale = *a;
+    c.autoscale.boot_delay_s = f.boot_delay_s;
+  } else if (f.boot_delay_s != 0) {
+    return InvalidArgument("--boot-delay applies with --autoscale only");
+  }
   // Failures must come slower than a job can restart, or nothing
   // progresses: the cluster's mean time between failures (per-node MTBF /
   // nodes) must be at least a minute.

@@ -48,6 +48,8 @@ struct SimFlags {
   std::string network = "flow";
   double contention_overhead = 0;
   double interference = 0;
+  std::string autoscale;  // "" = the cluster's size is fixed
+  double boot_delay_s = 0;
   double restart_overhead_s = -1;  // < 0: 10 s, or 30 s for workloads played from app profiles
   double start_overhead_s = -1;    // < 0: 0 s, or 30 s likewise
   std::string apps;                // profile directory; "" = the workload's own

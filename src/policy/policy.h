@@ -18,6 +18,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,9 @@ struct PolicyTraits {
   // reads the other transfer's remaining size as Wang et al.'s code does
   // (sim/shared_gpu_sim.h).
   bool paper_rest_size = false;
+  // Policy::TotalSpeedup prices a cluster size (--autoscale): the goodput
+  // policies.
+  bool prices_cluster_size = false;
 };
 
 class Policy {
@@ -62,6 +67,17 @@ class Policy {
   virtual std::string_view name() const = 0;
   virtual PolicyTraits traits() const = 0;
   virtual Decision Decide(const Snapshot& snapshot) = 0;
+  // Cluster auto-scaling (sched/autoscaler.h; Pollux, OSDI 2021, §5): the
+  // sum over active jobs of their speedup (goodput over their goodput on
+  // one GPU) with their current allocations when `capacity` is empty, else
+  // with the allocations the policy would give `capacity` GPUs per type
+  // (nothing changes). nullopt: the policy has no goodput model to price a
+  // cluster size with (every policy but the goodput ones).
+  virtual std::optional<double> TotalSpeedup(const Snapshot& snapshot, std::span<const int> capacity) {
+    (void)snapshot;
+    (void)capacity;
+    return std::nullopt;
+  }
 };
 
 // The baselines' common base: a fixed name (a string literal) and traits

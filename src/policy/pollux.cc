@@ -24,6 +24,7 @@ class PolluxPolicy : public Policy {
     traits_.uses_rounds = true;
     traits_.plan_mode = mode;
     traits_.adapts_batch = true;
+    traits_.prices_cluster_size = true;
   }
   std::string_view name() const override { return "pollux"; }
   PolicyTraits traits() const override { return traits_; }
@@ -32,17 +33,49 @@ class PolluxPolicy : public Policy {
     // Pollux re-allocates once per round; events wait for it.
     if (!snap.at_round) return {};
     GoodputOracle oracle(snap, /*type_aware=*/false, &cache_);
-    const Cluster& cluster = *snap.cluster;
-    const int ntypes = static_cast<int>(cluster.types().size());
-
     // Capacity: every GPU on an up node (Pollux re-allocates everything).
     std::vector<int> capacity = UpGpusByType(snap);
+    if (!BuildCurves(snap, oracle, capacity)) return {};
+    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
+    PlaceOptions place;
+    place.avoid_spread_sharing = avoid_interference_;
+    return PlaceGrants(snap, grants, place);
+  }
+
+  // The artifact's Cluster.get_utility numerator (simulator/simulator.py):
+  // each job's speedup_fn at its allocation, the speedup over one GPU.
+  std::optional<double> TotalSpeedup(const Snapshot& snap, std::span<const int> capacity) override {
+    GoodputOracle oracle(snap, /*type_aware=*/false, &cache_);
+    const Cluster& cluster = *snap.cluster;
+    auto speedup = [&](const JobView& job, int type, int gpus, int nodes) {
+      double one = oracle.Goodput(job, oracle.HomeType(job), 1, 1);
+      return one > 0 ? oracle.Goodput(job, type, gpus, nodes) / one : 0.0;
+    };
+    double sum = 0;
+    if (capacity.empty()) {
+      for (const JobView* job : snap.jobs)
+        if (!job->alloc.empty())
+          sum += speedup(*job, job->alloc.type, job->alloc.gpus(), job->alloc.nodes());
+      return sum;
+    }
+    std::vector<int> cap(capacity.begin(), capacity.end());
+    if (!BuildCurves(snap, oracle, cap)) return 0.0;
+    for (const GoodputGrant& g : AllocateByMarginalUtility(curves_, cap))
+      sum += speedup(*g.job, g.type, g.gpus, MinNodes(cluster, g.type, g.gpus));
+    return sum;
+  }
+
+ private:
+  // Each job's utility curves for `capacity` GPUs per type, in curves_;
+  // false when there is nothing to allocate.
+  bool BuildCurves(const Snapshot& snap, GoodputOracle& oracle, const std::vector<int>& capacity) {
+    const Cluster& cluster = *snap.cluster;
+    const int ntypes = static_cast<int>(cluster.types().size());
     int total = 0;
     for (int c : capacity) total += c;
     const int njobs = static_cast<int>(snap.jobs.size());
-    if (njobs == 0 || total == 0) return {};
+    if (njobs == 0 || total == 0) return false;
     int fair = std::max(1, (total + njobs - 1) / njobs);
-
     // Each job's curves are built in place in curves_, reusing the vectors
     // of earlier decisions; `used` of them are this decision's.
     size_t used = 0;
@@ -97,10 +130,7 @@ class PolluxPolicy : public Policy {
       if (types > 0) ++used;
     }
     curves_.resize(used);
-    std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
-    PlaceOptions place;
-    place.avoid_spread_sharing = avoid_interference_;
-    return PlaceGrants(snap, grants, place);
+    return true;
   }
 
  private:

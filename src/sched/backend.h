@@ -57,6 +57,17 @@ class Backend {
   virtual Status Apply(const Decision& decision, SimTime now) = 0;
   // Once per loop step, after the decision if there was one.
   virtual void Settle(SimTime now) {}
+  // Cluster auto-scaling (sched/autoscaler.h): how many nodes are powered
+  // (up or booting), and moving toward `target` of them -- nodes powered
+  // up join after the backend's boot delay; only nodes holding no job are
+  // powered down, so the count may stay above `target` until some empty.
+  // A backend that cannot power nodes answers -1 and FailedPrecondition.
+  virtual int PoweredNodes() const { return -1; }
+  virtual Status PowerNodes(int target, SimTime now) {
+    (void)target;
+    (void)now;
+    return FailedPrecondition("this backend cannot power nodes up or down");
+  }
 
   // Whether any job is active (waiting or holding GPUs): without one there
   // is nothing to decide.

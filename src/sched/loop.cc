@@ -139,9 +139,21 @@ Result<bool> SchedulerLoop::Step() {
     ++timer_events_;
     decide = true;
   }
+  if (round && autoscaler_ != nullptr) {
+    Snapshot snap;
+    backend_.Observe(now_, &snap);
+    snap.now = now_;
+    snap.round_length = config_.round;
+    snap.at_round = true;
+    Result<int> target = autoscaler_->Round(snap, policy_, backend_.PoweredNodes());
+    if (!target.ok()) return target.status();
+    TESSEL_RETURN_IF_ERROR(backend_.PowerNodes(*target, now_));
+  }
   if (round && backend_.HasActiveJobs()) {
     decide = true;
     ScheduleRound();
+  } else if (round && autoscaler_ != nullptr && backend_.PoweredNodes() > autoscaler_->config().min_nodes) {
+    ScheduleRound();  // an idle cluster keeps being measured until it has shrunk
   }
   bool released = false;
   if (decide && backend_.HasActiveJobs()) {

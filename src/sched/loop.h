@@ -12,7 +12,9 @@
 // quiescent — is followed by one more decision at the same instant, on the
 // state it made, before the loop may stop.) Rounds fall on multiples of the round length and run
 // while jobs are active; a round-based policy's first round is the next
-// multiple after a job becomes active.
+// multiple after a job becomes active. With an autoscaler, each round
+// first lets it set the node count (Backend::PowerNodes), and rounds go on
+// while nodes above its minimum are powered, jobs or not.
 //
 // Not thread-safe, except Stop (any thread).
 #pragma once
@@ -27,6 +29,7 @@
 #include "core/duration_histogram.h"
 #include "core/status.h"
 #include "policy/policy.h"
+#include "sched/autoscaler.h"
 #include "sched/backend.h"
 #include "sched/clock.h"
 
@@ -71,6 +74,9 @@ class SchedulerLoop {
   // active jobs it saw, the allocations it changed and its wall time (s).
   using DecisionHook = std::function<void(SimTime now, bool at_round, size_t jobs, size_t changes, double wall_s)>;
   void set_after_decision(DecisionHook fn) { after_decision_ = std::move(fn); }
+  // Cluster auto-scaling at each round (optional; must outlive the loop;
+  // the policy must use rounds and price cluster sizes).
+  void set_autoscaler(Autoscaler* autoscaler) { autoscaler_ = autoscaler; }
 
   SimTime now() const { return now_; }
   int64_t decisions() const { return decisions_; }
@@ -88,6 +94,7 @@ class SchedulerLoop {
   Backend& backend_;
   Clock& clock_;
   LoopConfig config_;
+  Autoscaler* autoscaler_ = nullptr;
   bool uses_rounds_;
   SimTime now_;
   SimTime next_round_ = kNever;

@@ -179,6 +179,53 @@ TEST_F(AppsEngineTest, PolluxAndTiresiasFinishAtTheProfilesTarget) {
   }
 }
 
+// --autoscale: a burst of elastic jobs on a cluster started at one node
+// makes Pollux's utility rise and the cluster grow (nodes join after the
+// boot delay); once the burst is done the idle cluster shrinks back to one
+// node before a late job arrives; every job finishes, no GPU is used on a
+// node powered down, and the powered node-hours are fewer than the whole
+// cluster's over the run.
+TEST_F(AppsEngineTest, AutoscaleGrowsUnderABurstAndShrinksWhenIdle) {
+  TESSEL_REQUIRE_DATA();
+  Cluster cluster = LoadCluster("pollux-64").value();
+  const goodput::AppProfile& cifar = *Pollux().Find("cifar10");
+  Workload w;
+  w.name = "burst";
+  for (int i = 0; i < 8; ++i) w.jobs.push_back(AppJob("b" + std::to_string(i), Seconds(10 * i), "cifar10", 128, 1, cifar));
+  w.jobs.push_back(AppJob("late", Seconds(12 * 3600), "cifar10", 128, 1, cifar));
+  SimConfig c = AppConfig();
+  c.autoscale.min_nodes = 1;
+  c.autoscale.max_nodes = 16;
+  c.autoscale.boot_delay_s = 120;
+  AppRun run = RunApps(cluster, w, "pollux", Pollux(), c);
+  ASSERT_TRUE(run.ok);
+  const Summary& s = run.result.summary;
+  EXPECT_EQ(s.jobs_finished, 9);
+  EXPECT_GT(s.autoscale_changes, 0);
+  EXPECT_GT(s.node_hours, 0);
+  EXPECT_LT(s.node_hours, 16 * s.makespan_s / 3600);
+  EXPECT_NE(run.log.find("power-up node="), std::string::npos);
+  EXPECT_NE(run.log.find("power-down node="), std::string::npos);
+  // A node powered up at t joins at t + 120 s.
+  size_t up = run.log.find("power-up node=1");
+  size_t boot = run.log.find(" boot node=1");
+  ASSERT_NE(up, std::string::npos);
+  ASSERT_NE(boot, std::string::npos);
+  double t_up = std::stod(run.log.substr(run.log.rfind('\n', up) + 1));
+  double t_boot = std::stod(run.log.substr(run.log.rfind('\n', boot) + 1));
+  EXPECT_DOUBLE_EQ(t_boot - t_up, 120);
+  int most = 0, fewest_after_growth = 16;
+  for (const TimelinePoint& p : run.result.timeline) {
+    EXPECT_LE(p.allocated_gpus + p.down_gpus, 64) << "at " << ToSeconds(p.time);
+    int powered_nodes = 16 - p.down_gpus / 4;
+    EXPECT_GE(powered_nodes, 1);
+    most = std::max(most, powered_nodes);
+    if (most > 1 && p.time < Seconds(12 * 3600)) fewest_after_growth = std::min(fewest_after_growth, powered_nodes);
+  }
+  EXPECT_GT(most, 1);
+  EXPECT_EQ(fewest_after_growth, 1);  // shrank back while idle, before the late job
+}
+
 TEST_F(AppsEngineTest, RunsAreByteIdentical) {
   TESSEL_REQUIRE_DATA();
   Cluster cluster = LoadCluster("pollux-64").value();

@@ -11,6 +11,7 @@
 #include "core/sim_time.h"
 #include "goodput/goodput.h"
 #include "policy/placement_rule.h"
+#include "sched/autoscaler.h"
 
 namespace tessel {
 
@@ -82,6 +83,10 @@ struct SimConfig {
   // progress this fraction slower (its goodput times 1 - interference).
   // 0: none. In [0, 1).
   double interference = 0;
+  // Goodput-driven cluster auto-scaling (sched/autoscaler.h): the cluster
+  // starts with its first min_nodes nodes powered and the policy's rounds
+  // move the count within [min_nodes, max_nodes]; off when max_nodes is 0.
+  AutoscaleConfig autoscale;
 };
 
 }  // namespace tessel

@@ -25,6 +25,16 @@ Result<SimResult> Simulator::Run() {
   TESSEL_RETURN_IF_ERROR(backend.Init());
   ManualClock clock;
   SchedulerLoop loop(policy_, backend, clock, LoopConfig{config_.round, config_.horizon});
+  std::unique_ptr<Autoscaler> autoscaler;
+  if (config_.autoscale.enabled()) {
+    const PolicyTraits traits = policy_.traits();
+    if (!traits.uses_rounds || !traits.prices_cluster_size) {
+      return InvalidArgument("--autoscale sizes the cluster by the jobs' goodput at each round; policy " +
+                             std::string(policy_.name()) + " does not price a cluster size (use pollux)");
+    }
+    autoscaler = std::make_unique<Autoscaler>(config_.autoscale, cluster_);
+    loop.set_autoscaler(autoscaler.get());
+  }
   if (progress_) {
     int64_t since_progress = 0;
     loop.set_after_step([&](SimTime now) {

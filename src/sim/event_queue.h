@@ -24,6 +24,7 @@ enum class EventKind : int {
   kNodeFail = 4,
   kProfiled = 5,   // a new job's profiling finished: the policy may place it
   kArrival = 6,
+  kNodeBoot = 7,   // a node powered up by the autoscaler joins
 };
 
 struct Event {

@@ -109,6 +109,11 @@ struct Summary {
   // could not run for memory: the job did not start and waited (the Arena
   // artifact's out-of-memory events).
   int64_t oom_placements = 0;
+  // --autoscale: node-hours powered from the start to the end of the run,
+  // and how many nodes were powered up or down; -1 and 0 when the cluster's
+  // size is fixed (neither is then written).
+  double node_hours = -1;
+  int64_t autoscale_changes = 0;
   double sim_wall_time_s = 0;
 };
 

@@ -75,6 +75,10 @@ Json ToJson(const Summary& s, bool wall_time = true) {
   j["memory_refusals"] = s.memory_refusals;
   j["jobs_memory_refused"] = s.jobs_memory_refused;
   j["oom_placements"] = s.oom_placements;
+  if (s.node_hours >= 0) {
+    j["node_hours"] = s.node_hours;
+    j["autoscale_changes"] = s.autoscale_changes;
+  }
   if (wall_time) {
     j["decision_p50_ms"] = s.decision_p50_ms;
     j["decision_p99_ms"] = s.decision_p99_ms;
@@ -192,6 +196,10 @@ std::vector<SummaryRow> SummaryRows(const Summary& s, bool wall_time) {
   t.push_back({"placements refused for memory", std::to_string(s.memory_refusals) + " shapes, " +
                                                     std::to_string(s.jobs_memory_refused) + " jobs"});
   if (s.oom_placements > 0) t.push_back({"placements out of memory as placed", std::to_string(s.oom_placements)});
+  if (s.node_hours >= 0) {
+    t.push_back({"node-hours powered (--autoscale)", FormatDouble(s.node_hours, 4) + " (" +
+                                                         std::to_string(s.autoscale_changes) + " power changes)"});
+  }
   if (wall_time) {
     t.push_back({"decision time p50 / p99 / max", FormatDouble(s.decision_p50_ms, 3) + " / " +
                                                      FormatDouble(s.decision_p99_ms, 3) + " / " +

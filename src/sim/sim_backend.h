@@ -55,6 +55,8 @@ class SimBackend : public Backend {
   Status Apply(const Decision& decision, SimTime now) override;
   void Settle(SimTime now) override;
   bool HasActiveJobs() const override;
+  int PoweredNodes() const override;
+  Status PowerNodes(int target, SimTime now) override;
   bool Finished() const override;
   bool Quiescent() const override;
   std::string Outstanding() const override;

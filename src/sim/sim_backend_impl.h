@@ -153,7 +153,23 @@ struct SimBackend::Impl {
   int64_t Processed() const { return processed + events.PurgedBy(last_advance); }
   int64_t truth_fallbacks = 0;
   int64_t oom_placements = 0;  // allocations neither truth nor belief could run
-  int down_gpus = 0;
+  int down_gpus = 0;  // on failed nodes
+  // --autoscale (SimConfig::autoscale): which nodes are powered (up or
+  // booting), the GPUs of nodes powered off (unavailable, shown as down in
+  // the timeline), nodes booting, and the powered node-seconds so far.
+  std::vector<uint8_t> powered;
+  int powered_count = 0;
+  int off_gpus = 0;
+  int booting = 0;
+  int64_t power_changes = 0;
+  double powered_node_s = 0;
+  SimTime powered_since = 0;
+  void AccruePower() {
+    powered_node_s += powered_count * ToSeconds(now - powered_since);
+    powered_since = now;
+  }
+  Status PowerNodes(int target);
+  void Boot(int node);
   int profiling_jobs = 0;  // arrived, still being profiled
   bool contention_dirty = false;  // allocations spread over nodes changed
   // Something the timeline reads changed since the last Record (a job's

@@ -40,7 +40,7 @@ void SimBackend::Impl::Record() {
     }
   }
   p.pending_jobs = static_cast<int>(active.size()) - p.running_jobs - p.starting_jobs + profiling_jobs;
-  p.down_gpus = down_gpus;
+  p.down_gpus = down_gpus + off_gpus;
   if (!timeline.empty() && timeline.back().time == now) {
     timeline.back() = p;
     return;
@@ -157,6 +157,14 @@ SimResult SimBackend::Impl::Collect(SimTime end, int64_t decisions, int64_t time
   s.events = Processed() + timer_events;
   s.truth_fallbacks = truth_fallbacks + player.projections();
   s.oom_placements = oom_placements;
+  if (config.autoscale.enabled()) {
+    SimTime saved = now;
+    now = end;
+    AccruePower();
+    now = saved;
+    s.node_hours = powered_node_s / 3600;
+    s.autoscale_changes = power_changes;
+  }
   Summarize(r.jobs, r.timeline, cluster.total_gpus(), end, &s);
   return r;
 }
