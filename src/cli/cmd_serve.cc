@@ -34,6 +34,15 @@ CommandAction SetupServe(CLI::App& app, CommandIo io) {
       ->capture_default_str();
   app.add_option("--rendezvous-addr", o->rendezvous_addr,
                  "MASTER_ADDR handed to jobs (default: the name of the job's first node)");
+  app.add_option("--autoscale", o->autoscale,
+                 "Goodput-driven auto-scaling through Slurm's power saving (pollux): MIN:MAX[:LOW,HIGH] nodes "
+                 "(the inventory's order). Each round the jobs' speedups over the powered GPUs enter a window; "
+                 "outside [LOW, HIGH] (default 0.35,0.65) tessel powers nodes up or, where no job runs, down "
+                 "(scontrol update State=POWER_UP|POWER_DOWN; Slurm's ResumeProgram and SuspendProgram do it). "
+                 "See docs/daemon.md");
+  app.add_option("--autoscale-window", o->autoscale_window,
+                 "Rounds of utility --autoscale averages before it acts (default 15, as the Pollux artifact)")
+      ->capture_default_str();
   app.add_option("--gpu-map", *gpu_map,
                  "Slurm gres GPU type = catalog GPU, e.g. a100=a100-80g (repeat or comma-separate); "
                  "types not mapped are looked up by their own name")

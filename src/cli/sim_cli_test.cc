@@ -535,7 +535,8 @@ TEST(SimCli, AutoscaleIsCheckedAndReportsNodeHours) {
   EXPECT_NE(big.err.find("1 <= MIN <= MAX <= 16"), std::string::npos) << big.err;
   Out delay = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--boot-delay", "60"});
   EXPECT_EQ(delay.code, 2);
-  EXPECT_NE(delay.err.find("--boot-delay applies with --autoscale only"), std::string::npos) << delay.err;
+  EXPECT_NE(delay.err.find("--boot-delay and --autoscale-window apply with --autoscale only"), std::string::npos)
+      << delay.err;
   Out ok = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--round", "60", "--limit", "40",
                    "--autoscale", "2:16", "--boot-delay", "90", "--json", "--no-progress"});
   ASSERT_EQ(ok.code, 0) << ok.err;

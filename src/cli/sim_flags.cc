@@ -72,6 +72,8 @@ void SimFlags::Add(CLI::App& app) {
                  "powered GPUs) enters a 15-round window, and when its mean leaves [LOW, HIGH] (default "
                  "0.35,0.65) the node count moves to the one whose utility is nearest the band's middle; only "
                  "nodes holding no job are powered down. The summary adds node_hours");
+  app.add_option("--autoscale-window", autoscale_window,
+                 "Rounds of utility --autoscale averages before it acts (default 15, as the Pollux artifact)");
   app.add_option("--boot-delay", boot_delay_s,
                  "Seconds a node powered up by --autoscale takes to join (default 0, as the Pollux artifact; a "
                  "cloud VM takes minutes)");
@@ -241,10 +243,13 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     if (!a.ok()) return a.status();
     if (!(f.boot_delay_s >= 0 && f.boot_delay_s <= 1e6))
       return InvalidArgument("--boot-delay: expected seconds from 0 to 1e6, got " + FormatDouble(f.boot_delay_s));
+    if (f.autoscale_window < 1 || f.autoscale_window > 10000)
+      return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds, got " + std::to_string(f.autoscale_window));
     c.autoscale = *a;
     c.autoscale.boot_delay_s = f.boot_delay_s;
-  } else if (f.boot_delay_s != 0) {
-    return InvalidArgument("--boot-delay applies with --autoscale only");
+    c.autoscale.window = f.autoscale_window;
+  } else if (f.boot_delay_s != 0 || f.autoscale_window != 15) {
+    return InvalidArgument("--boot-delay and --autoscale-window apply with --autoscale only");
   }
   // Failures must come slower than a job can restart, or nothing
   // progresses: the cluster's mean time between failures (per-node MTBF /

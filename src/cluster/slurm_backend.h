@@ -103,6 +103,11 @@ class SlurmBackend : public Backend {
   void Observe(SimTime now, Snapshot* snapshot) override;
   Status Apply(const Decision& decision, SimTime now) override;
   bool HasActiveJobs() const override;
+  // Slurm's power saving (sched/autoscaler.h): nodes up or powering up;
+  // powering up or down a node is `scontrol update State=POWER_UP|DOWN`,
+  // down only for nodes where no job runs (tessel's or another's).
+  int PoweredNodes() const override;
+  Status PowerNodes(int target, SimTime now) override;
   bool Finished() const override { return false; }
   bool Quiescent() const override { return false; }
   std::string Outstanding() const override;

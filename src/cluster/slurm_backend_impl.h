@@ -122,6 +122,10 @@ struct SlurmBackend::Impl {
   std::vector<uint8_t> up;    // Slurm may start new work there (SlurmNode::Usable)
   std::vector<uint8_t> lost;  // its jobs were told to move (SlurmNode::Lost, or gone)
   std::vector<int> slurm_used;  // GPUs Slurm counts as used, per node
+  // Slurm's power saving (--autoscale): 0 powered down or on its way down
+  // (POWERED_DOWN, POWERING_DOWN, POWER_DOWN), 1 up or powering up; as of
+  // the last poll, and as this backend last asked.
+  std::vector<uint8_t> powered;
   SimTime next_poll = 0;
   int64_t processed = 0;
   int next_index = 0;  // JobView::index: stable per tracked job in this process
@@ -159,7 +163,11 @@ struct SlurmBackend::Impl {
     up.assign(cluster.nodes().size(), 1);
     lost.assign(cluster.nodes().size(), 0);
     slurm_used.assign(cluster.nodes().size(), 0);
+    powered.assign(cluster.nodes().size(), 1);
   }
+  Status PowerNodes(int target, SimTime now);
+  // Whether any job of tessel's holds or is granted GPUs on the node.
+  bool HoldsJob(int node) const;
 
   std::string JobDir(int64_t id) const { return opt.state_dir + "/jobs/" + std::to_string(id); }
   std::string CheckpointDir(const Tracked& t) const;

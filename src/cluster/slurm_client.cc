@@ -283,6 +283,23 @@ Status SlurmClient::Drain(std::string_view node, std::string_view reason) const 
   return Status::Ok();
 }
 
+Status SlurmClient::SetPower(std::string_view node, bool up) const {
+  if (!IsPlainName(node))
+    return InvalidArgument("power: '" + std::string(node) + "' is not a node name");
+  std::vector<std::string> argv = {"scontrol", "update", "NodeName=" + std::string(node),
+                                   up ? "State=POWER_UP" : "State=POWER_DOWN"};
+  CommandRequest request = ToolRequest(argv);
+  auto result = runner_.Run(request);
+  if (!result.ok()) return result.status();
+  if (!result->Succeeded()) {
+    StatusCode code = Contains(result->stderr_text, "Invalid node name specified")   ? StatusCode::kNotFound
+                      : Contains(result->stderr_text, "Invalid node state specified") ? StatusCode::kFailedPrecondition
+                                                                                       : StatusCode::kInternal;
+    return ToolFailure(request, *result, code);
+  }
+  return Status::Ok();
+}
+
 Status SlurmClient::Resume(std::string_view node) const {
   if (!IsPlainName(node))
     return InvalidArgument("resume: '" + std::string(node) + "' is not a node name");

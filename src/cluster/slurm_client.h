@@ -202,6 +202,13 @@ class SlurmClient {
   // Returns a drained or down node to service; OK if it already is.
   Status Resume(std::string_view node) const;
 
+  // Powers a node up or down through Slurm's power saving (`scontrol update
+  // NodeName=N State=POWER_UP|POWER_DOWN`: slurmctld runs its ResumeProgram
+  // or SuspendProgram). FailedPrecondition when Slurm refuses the
+  // transition (power saving off, or the node already there or on its way),
+  // NotFound for an unknown node.
+  Status SetPower(std::string_view node, bool up) const;
+
  private:
   // A request for argv with the client's SLURM_CONF and timeout.
   CommandRequest ToolRequest(std::vector<std::string> argv) const;

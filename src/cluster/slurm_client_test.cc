@@ -608,6 +608,22 @@ TEST_F(SlurmClientTest, ResumeWithControllerDownIsUnavailable) {
   EXPECT_EQ(client_.Resume("n3").code(), StatusCode::kUnavailable);
 }
 
+// ---- power saving ----
+
+// The transition Slurm 22.05 refuses (power saving off, or the node already
+// there) is FailedPrecondition, as slurmctld answered it on the local Slurm.
+TEST_F(SlurmClientTest, SetPowerAsksSlurmAndSaysWhenItRefuses) {
+  fake_.Expect({"scontrol", "update", "NodeName=n3", "State=POWER_UP"}).Env("SLURM_CONF", kConf);
+  fake_.Expect({"scontrol", "update", "NodeName=n3", "State=POWER_DOWN"});
+  fake_.Expect({"scontrol", "update", "NodeName=n4", "State=POWER_UP"})
+      .ExitCode(1)
+      .Stderr("slurm_update error: Invalid node state specified\n");
+  EXPECT_TRUE(client_.SetPower("n3", true).ok());
+  EXPECT_TRUE(client_.SetPower("n3", false).ok());
+  EXPECT_EQ(client_.SetPower("n4", true).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(client_.SetPower("n[1-2]", true).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SlurmClientOptions, NoSlurmConfMeansNoOverride) {
   FakeCommandRunner fake;
   fake.Expect({"scancel", "1"});

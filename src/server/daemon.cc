@@ -162,6 +162,7 @@ struct Daemon::Impl {
   std::unique_ptr<SlurmBackend> backend;
   SystemClock clock;
   std::unique_ptr<SchedulerLoop> loop;
+  std::unique_ptr<Autoscaler> autoscaler;
   std::unique_ptr<TokenStore> tokens;
   std::unique_ptr<HttpServer> http;
   std::thread loop_thread;
@@ -271,6 +272,19 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   LoopConfig lc;
   lc.round = Seconds(m->opt.round_s);
   m->loop = std::make_unique<SchedulerLoop>(*m->policy, *m->backend, m->clock, lc);
+  if (!m->opt.autoscale.empty()) {
+    auto a = ParseAutoscale(m->opt.autoscale, static_cast<int>(m->inventory.cluster.nodes().size()));
+    if (!a.ok()) return a.status();
+    if (!traits.uses_rounds || !traits.prices_cluster_size) {
+      return InvalidArgument("--autoscale sizes the cluster by the jobs' goodput at each round; policy " +
+                             std::string(m->policy->name()) + " does not price a cluster size (use pollux)");
+    }
+    if (m->opt.autoscale_window < 1 || m->opt.autoscale_window > 10000)
+      return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds");
+    a->window = m->opt.autoscale_window;
+    m->autoscaler = std::make_unique<Autoscaler>(*a, m->inventory.cluster);
+    m->loop->set_autoscaler(m->autoscaler.get());
+  }
 
   std::unique_ptr<Daemon> d(new Daemon(std::move(m)));
   Impl& impl = *d->impl_;

@@ -35,6 +35,11 @@ struct DaemonOptions {
   std::map<std::string, std::string> gpu_map;  // gres type -> catalog GPU
   std::string tessel_binary;  // default: this executable
   std::string rendezvous_addr;  // MASTER_ADDR for jobs; "": the job's first node
+  // Goodput-driven auto-scaling through Slurm's power saving
+  // (sched/autoscaler.h): "MIN:MAX[:LOW,HIGH]" nodes, "" = off; the window
+  // in rounds.
+  std::string autoscale;
+  int autoscale_window = 15;
 };
 
 class Daemon : public JobService {
