@@ -144,8 +144,12 @@ wait_for 30 "the daemon's /healthz or its death" healthy_or_dead
 if ! dead; then
   wait_for 60 "job $RUNNING adopted as running, or the daemon's death" running_or_dead "$RUNNING"
 fi
+# (It may also die between that check and the query below.)
 if ! dead; then
-  NODE=$(as job "$RUNNING" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0])')
+  NODE=$(as job "$RUNNING" --json 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0])' 2>/dev/null) || NODE=
+fi
+if [[ -n $NODE ]]; then
   scontrol update nodename="$NODE" state=drain reason=tessel-faults
 else
   log "  another job was reconfigured first"
