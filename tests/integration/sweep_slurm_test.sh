@@ -62,5 +62,6 @@ fi
 grep -q "2 of 2 cells have no result" "$WORK/broken.log" || fail "the failure does not say which cells are left"
 queue_empty() { [[ -z $(squeue -h -o %i) ]]; }
 wait_for 30 "the queue to empty" queue_empty
+cleanup  # stop the local Slurm while its directory (pid files) still exists
 rm -rf "$WORK"
 log "PASS"
