@@ -14,7 +14,7 @@
 #     the policies with and without the network model, and arena with and
 #     without the model in its belief.
 # Prints mean and standard deviation over seeds of average JCT. About
-# 20 s for part 1 and 10 s for part 2 on this 2-core machine; part 3
+# 20 s for part 1 and 40 s for part 2 (its 60 runs took 36.5 s here) on this 2-core machine; part 3
 # (ARENA=1) adds 45 simulations of the Arena traces.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -69,7 +69,7 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--autoscale", autoscale,
                  "Goodput-driven cluster auto-scaling (Pollux OSDI 2021 §5; pollux only): MIN:MAX[:LOW,HIGH] nodes. "
                  "The cluster starts with its first MIN nodes; each round the utility (jobs' speedups over the "
-                 "powered GPUs) enters a 15-round window, and when its mean leaves [LOW, HIGH] (default "
+                 "powered GPUs) enters a window (--autoscale-window rounds), and when its mean leaves [LOW, HIGH] (default "
                  "0.35,0.65) the node count moves to the one whose utility is nearest the band's middle; only "
                  "nodes holding no job are powered down. The summary adds node_hours");
   app.add_option("--autoscale-window", autoscale_window,
@@ -239,15 +239,12 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
                            ": expected a fraction from 0 (none) up to, not including, 1");
   c.interference = f.interference;
   if (!f.autoscale.empty()) {
-    auto a = ParseAutoscale(f.autoscale, static_cast<int>(setup.cluster.nodes().size()));
+    auto a = ParseAutoscale(f.autoscale, static_cast<int>(setup.cluster.nodes().size()), f.autoscale_window);
     if (!a.ok()) return a.status();
     if (!(f.boot_delay_s >= 0 && f.boot_delay_s <= 1e6))
       return InvalidArgument("--boot-delay: expected seconds from 0 to 1e6, got " + FormatDouble(f.boot_delay_s));
-    if (f.autoscale_window < 1 || f.autoscale_window > 10000)
-      return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds, got " + std::to_string(f.autoscale_window));
     c.autoscale = *a;
     c.autoscale.boot_delay_s = f.boot_delay_s;
-    c.autoscale.window = f.autoscale_window;
   } else if (f.boot_delay_s != 0 || f.autoscale_window != 15) {
     return InvalidArgument("--boot-delay and --autoscale-window apply with --autoscale only");
   }

@@ -6,7 +6,9 @@
 
 namespace tessel {
 
-Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes) {
+Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window) {
+  if (window < 1 || window > 10000)
+    return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds, got " + std::to_string(window));
   const std::string what = "--autoscale '" + std::string(text) +
                            "': expected MIN:MAX or MIN:MAX:LOW,HIGH (nodes 1 <= MIN <= MAX <= " +
                            std::to_string(cluster_nodes) + ", the cluster's; utilities 0 <= LOW < HIGH, default "
@@ -14,6 +16,7 @@ Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes)
   std::vector<std::string> parts = Split(std::string(text), ':');
   if (parts.size() != 2 && parts.size() != 3) return InvalidArgument(what);
   AutoscaleConfig c;
+  c.window = window;
   auto whole = [](const std::string& s, int* out) {
     if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
     *out = std::stoi(s);
@@ -32,6 +35,13 @@ Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes)
     c.high = *hi;
   }
   return c;
+}
+
+Status CheckAutoscalePolicy(const Policy& policy) {
+  const PolicyTraits traits = policy.traits();
+  if (traits.uses_rounds && traits.prices_cluster_size) return Status::Ok();
+  return InvalidArgument("--autoscale sizes the cluster by the jobs' goodput at each round; policy " +
+                         std::string(policy.name()) + " does not price a cluster size (use pollux)");
 }
 
 Autoscaler::Autoscaler(AutoscaleConfig config, const Cluster& cluster)

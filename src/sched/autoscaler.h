@@ -44,9 +44,13 @@ struct AutoscaleConfig {
 };
 
 // "MIN:MAX" or "MIN:MAX:LOW,HIGH" for a cluster of `cluster_nodes` nodes:
-// 1 <= MIN <= MAX <= cluster_nodes, 0 <= LOW < HIGH. InvalidArgument naming
-// the flag and what is accepted.
-Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes);
+// 1 <= MIN <= MAX <= cluster_nodes, 0 <= LOW < HIGH; `window` rounds, 1 to
+// 10,000. InvalidArgument naming the flag and what is accepted.
+Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window = 15);
+
+// InvalidArgument unless `policy` can be auto-scaled: it decides at rounds
+// and prices a cluster size (PolicyTraits::prices_cluster_size).
+Status CheckAutoscalePolicy(const Policy& policy);
 
 class Autoscaler {
  public:

@@ -273,15 +273,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   lc.round = Seconds(m->opt.round_s);
   m->loop = std::make_unique<SchedulerLoop>(*m->policy, *m->backend, m->clock, lc);
   if (!m->opt.autoscale.empty()) {
-    auto a = ParseAutoscale(m->opt.autoscale, static_cast<int>(m->inventory.cluster.nodes().size()));
+    auto a = ParseAutoscale(m->opt.autoscale, static_cast<int>(m->inventory.cluster.nodes().size()),
+                            m->opt.autoscale_window);
     if (!a.ok()) return a.status();
-    if (!traits.uses_rounds || !traits.prices_cluster_size) {
-      return InvalidArgument("--autoscale sizes the cluster by the jobs' goodput at each round; policy " +
-                             std::string(m->policy->name()) + " does not price a cluster size (use pollux)");
-    }
-    if (m->opt.autoscale_window < 1 || m->opt.autoscale_window > 10000)
-      return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds");
-    a->window = m->opt.autoscale_window;
+    TESSEL_RETURN_IF_ERROR(CheckAutoscalePolicy(*m->policy));
     m->autoscaler = std::make_unique<Autoscaler>(*a, m->inventory.cluster);
     m->loop->set_autoscaler(m->autoscaler.get());
   }

@@ -70,7 +70,6 @@ Result<SimResult> RunDdlPaper(const Cluster& cluster, const Workload& workload, 
   const int total_gpus = config.nodes * config.gpus_per_node;
   std::vector<SharedGpuJob> jobs;
   std::vector<int> played;  // workload index of each played job
-  std::vector<const ProfiledModel*> models(workload.jobs.size(), nullptr);
   SimResult r;
   for (size_t i = 0; i < workload.jobs.size(); ++i) {
     const JobSpec& j = workload.jobs[i];
@@ -84,15 +83,7 @@ Result<SimResult> RunDdlPaper(const Cluster& cluster, const Workload& workload, 
       return InvalidArgument("--setting ddl-paper: job " + j.id +
                              ": expected a whole number of iterations (1 to 1e9) in the trace's iterations column");
     }
-    models[i] = m;
-    JobRecord rec;
-    rec.id = j.id;
-    rec.user = j.user;
-    rec.model = j.model;
-    rec.requested_gpus = j.requested_gpus;
-    rec.requested_gpu_type = j.requested_gpu_type;
-    rec.submit = j.submit;
-    rec.deadline = j.deadline;
+    JobRecord rec = RecordOf(j);
     rec.total_iterations = *j.iterations;
     rec.gpu_s_by_type.assign(1, 0.0);
     if (j.requested_gpus > total_gpus || m->train_memory_mb > config.gpu_memory_mb) {

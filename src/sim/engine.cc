@@ -27,11 +27,7 @@ Result<SimResult> Simulator::Run() {
   SchedulerLoop loop(policy_, backend, clock, LoopConfig{config_.round, config_.horizon});
   std::unique_ptr<Autoscaler> autoscaler;
   if (config_.autoscale.enabled()) {
-    const PolicyTraits traits = policy_.traits();
-    if (!traits.uses_rounds || !traits.prices_cluster_size) {
-      return InvalidArgument("--autoscale sizes the cluster by the jobs' goodput at each round; policy " +
-                             std::string(policy_.name()) + " does not price a cluster size (use pollux)");
-    }
+    TESSEL_RETURN_IF_ERROR(CheckAutoscalePolicy(policy_));
     autoscaler = std::make_unique<Autoscaler>(config_.autoscale, cluster_);
     loop.set_autoscaler(autoscaler.get());
   }

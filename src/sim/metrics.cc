@@ -16,6 +16,18 @@ const char* JobOutcomeName(JobOutcome o) {
   return "?";
 }
 
+JobRecord RecordOf(const JobSpec& spec) {
+  JobRecord rec;
+  rec.id = spec.id;
+  rec.user = spec.user;
+  rec.model = spec.model;
+  rec.requested_gpus = spec.requested_gpus;
+  rec.requested_gpu_type = spec.requested_gpu_type;
+  rec.submit = spec.submit;
+  rec.deadline = spec.deadline;
+  return rec;
+}
+
 void Summarize(const std::vector<JobRecord>& jobs, const std::vector<TimelinePoint>& timeline, int total_gpus,
                SimTime end, Summary* s) {
   s->total_gpus = total_gpus;

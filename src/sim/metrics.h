@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/sim_time.h"
+#include "workload/job.h"
 
 namespace tessel {
 
@@ -116,6 +117,10 @@ struct Summary {
   int64_t autoscale_changes = 0;
   double sim_wall_time_s = 0;
 };
+
+// A job's record with what its spec says (id, user, model, request,
+// submit, deadline); the run fills in the rest.
+JobRecord RecordOf(const JobSpec& spec);
 
 // Fills the aggregate fields of `summary` from the records and timeline.
 // `end` is when the run stopped.

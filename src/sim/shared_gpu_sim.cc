@@ -26,7 +26,6 @@ struct Job {
   int iteration = 1;
   bool finished = false;
   bool stall = false;  // its all-reduce is running
-  int64_t finish_ms = 0;
   std::vector<int> nodes;  // in the order its GPUs were chosen
   std::vector<int> gpus;   // per worker
   // Its all-reduce (dag_task).
@@ -158,7 +157,6 @@ class SharedGpuSim {
       std::fill(job.task.begin(), job.task.end(), Task::kForward);
     } else {
       job.finished = true;
-      job.finish_ms = t;
       job.out->finished_ms = t;
     }
   }

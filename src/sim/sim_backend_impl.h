@@ -164,9 +164,9 @@ struct SimBackend::Impl {
   int64_t power_changes = 0;
   double powered_node_s = 0;
   SimTime powered_since = 0;
-  void AccruePower() {
-    powered_node_s += powered_count * ToSeconds(now - powered_since);
-    powered_since = now;
+  void AccruePower(SimTime to) {
+    powered_node_s += powered_count * ToSeconds(to - powered_since);
+    powered_since = to;
   }
   Status PowerNodes(int target);
   void Boot(int node);

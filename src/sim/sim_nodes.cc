@@ -82,7 +82,7 @@ void SimBackend::Impl::Repair(int node) {
 Status SimBackend::Impl::PowerNodes(int target) {
   const int n = static_cast<int>(cluster.nodes().size());
   if (target < 0 || target > n) return InvalidArgument("power target " + std::to_string(target) + " outside 0.." + std::to_string(n));
-  AccruePower();
+  AccruePower(now);
   for (int node = 0; node < n && powered_count < target; ++node) {
     if (powered[node]) continue;
     powered[node] = 1;

@@ -113,16 +113,9 @@ SimResult SimBackend::Impl::Collect(SimTime end, int64_t decisions, int64_t time
   r.jobs.reserve(jobs.size());
   for (const JobState& j : jobs) {
     const JobSpec& s = *j.view.spec;
-    JobRecord rec;
-    rec.id = s.id;
-    rec.user = s.user;
-    rec.model = s.model;
-    rec.requested_gpus = s.requested_gpus;
-    rec.requested_gpu_type = s.requested_gpu_type;
-    rec.submit = s.submit;
+    JobRecord rec = RecordOf(s);
     rec.first_start = j.view.first_start;
     rec.finish = j.finish;
-    rec.deadline = s.deadline;
     rec.total_iterations = j.view.total_iterations;
     rec.done_iterations = j.view.done_iterations;
     switch (j.status) {
@@ -158,10 +151,7 @@ SimResult SimBackend::Impl::Collect(SimTime end, int64_t decisions, int64_t time
   s.truth_fallbacks = truth_fallbacks + player.projections();
   s.oom_placements = oom_placements;
   if (config.autoscale.enabled()) {
-    SimTime saved = now;
-    now = end;
-    AccruePower();
-    now = saved;
+    AccruePower(end);
     s.node_hours = powered_node_s / 3600;
     s.autoscale_changes = power_changes;
   }
