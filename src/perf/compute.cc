@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tessel {
 
@@ -13,7 +14,15 @@ double DensePeakTflops(const GpuSpec& gpu, Precision precision) {
 
 bool GemmOffGrid(double m, double n, double k, double element_bytes) {
   const double grid = 16.0 / element_bytes;
-  auto off = [grid](double x) { return x == std::floor(x) && std::fmod(x, grid) != 0; };
+  // Integers below 2^53 and a whole grid (1-, 2- and 4-byte elements) take
+  // the integer remainder, which equals fmod's there.
+  const bool whole_grid = grid == std::floor(grid) && grid >= 1;
+  auto off = [grid, whole_grid](double x) {
+    if (x != std::floor(x)) return false;
+    if (whole_grid && std::abs(x) < 9.0e15)
+      return static_cast<int64_t>(x) % static_cast<int64_t>(grid) != 0;
+    return std::fmod(x, grid) != 0;
+  };
   return off(m) || off(n) || off(k);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "model/flops.h"
@@ -386,6 +388,28 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
   return stages;
 }
 
+// The per-layer costs of one plan: a transformer's dense and MoE layers,
+// embedding and head, or a CNN's blocks in order.
+struct LayerSet {
+  LayerCost dense, moe, embedding, head;
+  std::vector<LayerCost> blocks;
+};
+
+LayerSet ComputeLayers(const Ctx& c) {
+  LayerSet ls;
+  const ModelSpec& m = *c.req.model;
+  if (m.kind == ModelKind::kTransformer) {
+    ls.dense = TransformerLayer(c, false);
+    if (m.tf.IsMoe()) ls.moe = TransformerLayer(c, true);
+    ls.embedding = EmbeddingCost(c);
+    ls.head = HeadCost(c);
+  } else {
+    ls.blocks.reserve(m.cnn.blocks.size());
+    for (const auto& b : m.cnn.blocks) ls.blocks.push_back(CnnBlockCost(c, b));
+  }
+  return ls;
+}
+
 // The framework a request names, else the one its plan implies.
 const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams& params) {
   const ParallelPlan& p = req.plan;
@@ -393,6 +417,53 @@ const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams
 }
 
 }  // namespace
+
+struct EstimateMemo::Impl {
+  // What every estimate sharing the memo has in common.
+  const PerfParams* params = nullptr;
+  const ModelSpec* model = nullptr;
+  const GpuSpec* gpu = nullptr;
+  int gpus = 0, gpus_per_node = 0;
+  LinkKind intra = LinkKind::kPcie;
+  double network_gbps = 0;
+  double model_flops_per_sample = 0;
+  // What the layer costs depend on besides (ComputeLayers): framework, t,
+  // micro-batch, expert parallelism, recompute, precision and, where the
+  // framework synchronises a CNN's BatchNorm, d (else 0).
+  using Key = std::tuple<const FrameworkProfile*, int, int, int, int, int, int>;
+  std::map<Key, LayerSet> layers;
+
+  // Empties the memo unless it was filled by the same estimator's
+  // parameters for the same model, topology and GPU count.
+  void Bind(const EstimateRequest& req, const PerfParams& estimator_params) {
+    const Topology& t = req.topology;
+    if (params == &estimator_params && model == req.model && gpu == t.gpu && gpus == req.gpus && gpus_per_node == t.gpus_per_node &&
+        intra == t.intra && network_gbps == t.network_gbps)
+      return;
+    layers.clear();
+    params = &estimator_params;
+    model = req.model;
+    gpu = t.gpu;
+    gpus = req.gpus;
+    gpus_per_node = t.gpus_per_node;
+    intra = t.intra;
+    network_gbps = t.network_gbps;
+    model_flops_per_sample = ModelFlopsPerSample(*req.model);
+  }
+
+  const LayerSet& Layers(const Ctx& c) {
+    const ParallelPlan& p = c.plan;
+    const bool bn_sync = c.req.model->kind == ModelKind::kCnn && c.fw.global_batch_norm;
+    Key key{&c.fw, p.tp, p.micro_batch, p.ep, static_cast<int>(p.recompute), static_cast<int>(p.precision),
+            bn_sync ? p.dp : 0};
+    auto it = layers.find(key);
+    if (it == layers.end()) it = layers.emplace(key, ComputeLayers(c)).first;
+    return it->second;
+  }
+};
+
+EstimateMemo::EstimateMemo() : impl_(std::make_unique<Impl>()) {}
+EstimateMemo::~EstimateMemo() = default;
 
 bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const FrameworkProfile& framework) {
   return framework.attention != AttentionKernel::kNone && gpu.HasFusedAttention() &&
@@ -524,13 +595,16 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
 
   // Stage costs. Transformers: the first, one middle (standing for the p-2
   // alike) and the last stage; CNNs: every stage of the balanced partition.
+  EstimateMemo::Impl* memo = req.memo ? req.memo->impl_.get() : nullptr;
+  if (memo) memo->Bind(req, params_);
+  LayerSet own;
+  const LayerSet& layer_set = memo ? memo->Layers(c) : (own = ComputeLayers(c));
   std::vector<Stage> stages;
   if (m.kind == ModelKind::kTransformer) {
     const TransformerShape& s = m.tf;
-    LayerCost dense = TransformerLayer(c, false);
-    LayerCost moe = s.IsMoe() ? TransformerLayer(c, true) : LayerCost();
+    const LayerCost &dense = layer_set.dense, &moe = layer_set.moe;
     double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
-    const LayerCost embedding = EmbeddingCost(c), head = HeadCost(c);
+    const LayerCost &embedding = layer_set.embedding, &head = layer_set.head;
     int base = s.layers / p.pp, extra = s.layers % p.pp;
     std::vector<Stage> kinds = {{{}, 0, 1}};
     if (p.pp > 2) kinds.push_back({{}, 1, p.pp - 2});
@@ -561,10 +635,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     }
     stages = std::move(kinds);
   } else {
-    std::vector<LayerCost> blocks;
-    blocks.reserve(m.cnn.blocks.size());
-    for (const auto& b : m.cnn.blocks) blocks.push_back(CnnBlockCost(c, b));
-    std::vector<LayerCost> parts = PartitionCnn(blocks, p.pp);
+    std::vector<LayerCost> parts = PartitionCnn(layer_set.blocks, p.pp);
     for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
@@ -613,6 +684,10 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
   const double M = p.num_micro_batches;
   const double s_max = worst_t;
+  // Every term beyond the slowest stage's M micro-batches is >= 0, so a plan
+  // whose M * s_max already exceeds the caller's bound cannot come within it:
+  // its schedule and gradient sync are not priced (Estimate::pruned).
+  const bool pruned = req.prune_above > 0 && M * s_max + params_.iteration_overhead_s > req.prune_above;
   // Deep pipelines (p >= 8) priced step by step (pipeline_schedule.h):
   // each stage's forward and backward with their collectives and its half
   // of the sends each way. The closed form ((p - 1) / v mean stage times of
@@ -621,7 +696,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // stage and micro-batch group, which the simulator's planners pay on
   // every estimate), and it is the fallback.
   double pipe = M * s_max + (p.pp - 1) * (sum / p.pp) / p.virtual_stages;
-  if (p.pp >= kScheduledPipelineStages) {
+  if (p.pp >= kScheduledPipelineStages && !pruned) {
     std::vector<PipelineStageTime> times;
     times.reserve(p.pp);
     for (const Stage& st : stages) {
@@ -709,8 +784,8 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // before the first stage does, and its sync and optimizer step run in
   // that time. (Stages stand for their kind: a middle stage is taken at
   // index 1, the least slack of the p-2 alike.)
-  std::vector<double> slack(stages.size(), 0.0);
-  for (size_t i = 0; i < stages.size(); ++i) {
+  std::vector<double> slack(pruned ? 0 : stages.size(), 0.0);
+  for (size_t i = 0; i < slack.size(); ++i) {
     double before = 0;
     for (size_t j = 0; j < stages.size(); ++j)
       if (stages[j].index < stages[i].index)
@@ -718,7 +793,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
                   (stages[j].cost.bwd_s + stages[j].cost.recompute_s + p2p / 2);
     slack[i] = before / p.virtual_stages;
   }
-  for (size_t si = 0; si < stages.size(); ++si) {
+  for (size_t si = 0; si < slack.size(); ++si) {
     const Stage& st = stages[si];
     double dense_params = std::max(0.0, st.cost.params - expert_params);
     auto [d_total, d_exposed] = sync(st.cost, dense_params, p.dp);
@@ -742,6 +817,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
 
   Estimate est;
+  est.pruned = pruned;
   est.plan = p;
   est.framework = fw.name;
   auto& b = est.breakdown;
@@ -763,7 +839,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   est.samples_per_s = req.global_batch / T;
   est.tokens_per_s = est.samples_per_s * m.TokensPerSample();
   est.tokens_per_s_per_gpu = est.tokens_per_s / req.gpus;
-  double model_flops = ModelFlopsPerSample(m) * req.global_batch;
+  double model_flops = (memo ? memo->model_flops_per_sample : ModelFlopsPerSample(m)) * req.global_batch;
   est.model_tflops_per_gpu = model_flops / T / req.gpus / 1e12;
   double hw_flops_per_gpu = 0;
   for (const auto& st : stages) hw_flops_per_gpu = std::max(hw_flops_per_gpu, st.cost.hw_flops);

@@ -11,6 +11,7 @@
 // Thread-safe: an Estimator is immutable after construction.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/status.h"
@@ -20,6 +21,8 @@
 #include "perf/parallel_plan.h"
 
 namespace tessel {
+
+class EstimateMemo;
 
 struct EstimateRequest {
   const ModelSpec* model = nullptr;
@@ -32,6 +35,14 @@ struct EstimateRequest {
   // Write Estimate::reason when the plan does not fit (a search that only
   // keeps the leanest failure's reason asks for it again then).
   bool explain = true;
+  // Optional: per-layer costs kept between the estimates of one search
+  // (EstimateMemo). The estimate is the same with or without it.
+  EstimateMemo* memo = nullptr;
+  // > 0: the caller wants the times only of a plan whose iteration can take
+  // at most this many seconds (a search's k-th best so far). A plan shown to
+  // take longer comes back with Estimate::pruned set, its memory and fit
+  // estimated but its times not.
+  double prune_above = 0;
 };
 
 // Seconds per iteration on the slowest stage, by cause.
@@ -82,6 +93,7 @@ struct Estimate {
   double mfu = 0;                      // model FLOP/s / dense peak
   double memory_gib_per_gpu = 0;
   bool fits = true;
+  bool pruned = false;  // EstimateRequest::prune_above: times not estimated
   std::string reason;  // why it does not fit; empty when it fits
   TimeBreakdown breakdown;
   MemoryBreakdown memory;
@@ -97,6 +109,26 @@ bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const Framework
 // Checks a plan against the model, GPU count and batch. InvalidArgument
 // names the rule broken ("d*t*p = 2*4*2 = 16 != --gpus 8").
 Status ValidatePlan(const EstimateRequest& req);
+
+// What a search's estimates share: the per-layer (and per-block) costs,
+// which depend on the plan only through t, the micro-batch, recompute,
+// expert parallelism and the framework (d too, for a CNN whose framework
+// synchronises BatchNorm), not on p, the interleaving or ZeRO. A search
+// keeps one memo for its candidates (SearchPlans); a request for another
+// model, topology or GPU count empties it first. Not thread-safe: one memo
+// per thread.
+class EstimateMemo {
+ public:
+  EstimateMemo();
+  ~EstimateMemo();
+  EstimateMemo(const EstimateMemo&) = delete;
+  EstimateMemo& operator=(const EstimateMemo&) = delete;
+
+ private:
+  friend class Estimator;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 class Estimator {
  public:

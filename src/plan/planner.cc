@@ -46,6 +46,10 @@ double RankedSeconds(const Estimate& e, const FrameworkProfile& fw, bool cnn) {
   return e.iteration_time_s + (e.plan.num_micro_batches - 1) * e.breakdown.dp_comm_s;
 }
 
+bool RanksByIterationTime(const FrameworkProfile& fw, bool cnn) {
+  return !(cnn && fw.search_sees_no_convolutions) && !fw.search_prices_grad_sync_per_micro_batch;
+}
+
 bool Better(const Candidate& ca, const Candidate& cb) {
   if (ca.ranked_s != cb.ranked_s) return ca.ranked_s < cb.ranked_s;
   const Estimate &a = ca.estimate, &b = cb.estimate;
@@ -113,6 +117,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   er.gpus = req.gpus;
   er.global_batch = req.global_batch;
   er.framework = req.framework;
+  EstimateMemo memo;  // the candidates' shared layer costs
+  er.memo = &memo;
 
   std::vector<int> pps;
   if (req.pp > 0) pps = {req.pp};
@@ -190,10 +196,25 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.global_batch = global_batch;
                 ++result.candidates_evaluated;
                 er.explain = false;
+                // Once top_k plans are kept, a plan ranked by its iteration
+                // time needs pricing only if it may beat the last of them
+                // (a margin of 1e-9 for rounding in the schedule's sums).
+                er.prune_above = !grid && static_cast<int>(fitting.size()) == req.top_k &&
+                                         RanksByIterationTime(fw, cnn)
+                                     ? fitting.back().ranked_s * (1 + 1e-9)
+                                     : 0.0;
                 Estimate e = estimator.RunUnchecked(er);
-                if (e.fits) {
+                if (e.fits && !e.pruned) {
                   double ranked = RankedSeconds(e, fw, cnn);
-                  fitting.push_back({std::move(e), ranked});
+                  Candidate cand{std::move(e), ranked};
+                  if (grid) {
+                    fitting.push_back(std::move(cand));
+                  } else if (static_cast<int>(fitting.size()) < req.top_k || Better(cand, fitting.back())) {
+                    // Only the best top_k are kept, in order (Better is a
+                    // total order over distinct plans: the same as sorting all).
+                    fitting.insert(std::upper_bound(fitting.begin(), fitting.end(), cand, Better), std::move(cand));
+                    if (static_cast<int>(fitting.size()) > req.top_k) fitting.pop_back();
+                  }
                 } else if (e.memory_gib_per_gpu < least_memory) {
                   least_memory = e.memory_gib_per_gpu;
                   leanest = er;
@@ -226,6 +247,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
       result.reason = "no valid plan: no (t, p, d) divides the GPU count, heads and global batch";
     } else {
       leanest->explain = true;
+      leanest->memo = nullptr;
+      leanest->prune_above = 0;
       result.reason = "no plan fits in memory: the leanest plan tried (" + leanest->plan.ToString() + ") " +
                       estimator.RunUnchecked(*leanest).reason;
     }
