@@ -419,36 +419,34 @@ const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams
 }  // namespace
 
 struct EstimateMemo::Impl {
-  // What every estimate sharing the memo has in common.
-  const PerfParams* params = nullptr;
-  const ModelSpec* model = nullptr;
-  const GpuSpec* gpu = nullptr;
-  int gpus = 0, gpus_per_node = 0;
-  LinkKind intra = LinkKind::kPcie;
-  double network_gbps = 0;
-  double model_flops_per_sample = 0;
-  // What the layer costs depend on besides (ComputeLayers): framework, t,
-  // micro-batch, expert parallelism, recompute, precision and, where the
-  // framework synchronises a CNN's BatchNorm, d (else 0).
+  // What the layer costs depend on beside the plan (ComputeLayers): the
+  // estimator's parameters, the model, the GPU, the node and network, and
+  // the GPUs per node the job uses (not its GPU count otherwise).
+  using ScopeKey = std::tuple<const PerfParams*, const ModelSpec*, const GpuSpec*, int, int, double, int>;
+  // ... and of the plan: framework, t, micro-batch, expert parallelism,
+  // recompute, precision and, where the framework synchronises a CNN's
+  // BatchNorm, d (else 0).
   using Key = std::tuple<const FrameworkProfile*, int, int, int, int, int, int>;
-  std::map<Key, LayerSet> layers;
+  struct Scope {
+    double model_flops_per_sample = 0;
+    std::map<Key, LayerSet> layers;
+  };
+  std::map<ScopeKey, Scope> scopes;
+  Scope* scope = nullptr;
+  ScopeKey scope_key{};
+  size_t entries = 0;
+  // Layer sets kept before the memo forgets them all (bounds its memory).
+  static constexpr size_t kMaxEntries = 1 << 14;
 
-  // Empties the memo unless it was filled by the same estimator's
-  // parameters for the same model, topology and GPU count.
   void Bind(const EstimateRequest& req, const PerfParams& estimator_params) {
     const Topology& t = req.topology;
-    if (params == &estimator_params && model == req.model && gpu == t.gpu && gpus == req.gpus && gpus_per_node == t.gpus_per_node &&
-        intra == t.intra && network_gbps == t.network_gbps)
-      return;
-    layers.clear();
-    params = &estimator_params;
-    model = req.model;
-    gpu = t.gpu;
-    gpus = req.gpus;
-    gpus_per_node = t.gpus_per_node;
-    intra = t.intra;
-    network_gbps = t.network_gbps;
-    model_flops_per_sample = ModelFlopsPerSample(*req.model);
+    ScopeKey key{&estimator_params, req.model, t.gpu, t.gpus_per_node, static_cast<int>(t.intra),
+                 t.network_gbps, std::min(t.gpus_per_node, req.gpus)};
+    if (scope != nullptr && key == scope_key) return;
+    auto [it, added] = scopes.try_emplace(key);
+    if (added) it->second.model_flops_per_sample = ModelFlopsPerSample(*req.model);
+    scope = &it->second;
+    scope_key = key;
   }
 
   const LayerSet& Layers(const Ctx& c) {
@@ -456,9 +454,14 @@ struct EstimateMemo::Impl {
     const bool bn_sync = c.req.model->kind == ModelKind::kCnn && c.fw.global_batch_norm;
     Key key{&c.fw, p.tp, p.micro_batch, p.ep, static_cast<int>(p.recompute), static_cast<int>(p.precision),
             bn_sync ? p.dp : 0};
-    auto it = layers.find(key);
-    if (it == layers.end()) it = layers.emplace(key, ComputeLayers(c)).first;
-    return it->second;
+    auto it = scope->layers.find(key);
+    if (it != scope->layers.end()) return it->second;
+    if (entries >= kMaxEntries) {
+      for (auto& [k, sc] : scopes) sc.layers.clear();
+      entries = 0;
+    }
+    ++entries;
+    return scope->layers.emplace(key, ComputeLayers(c)).first->second;
   }
 };
 
@@ -839,7 +842,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   est.samples_per_s = req.global_batch / T;
   est.tokens_per_s = est.samples_per_s * m.TokensPerSample();
   est.tokens_per_s_per_gpu = est.tokens_per_s / req.gpus;
-  double model_flops = (memo ? memo->model_flops_per_sample : ModelFlopsPerSample(m)) * req.global_batch;
+  double model_flops = (memo ? memo->scope->model_flops_per_sample : ModelFlopsPerSample(m)) * req.global_batch;
   est.model_tflops_per_gpu = model_flops / T / req.gpus / 1e12;
   double hw_flops_per_gpu = 0;
   for (const auto& st : stages) hw_flops_per_gpu = std::max(hw_flops_per_gpu, st.cost.hw_flops);

@@ -110,13 +110,16 @@ bool UsesFusedAttention(const GpuSpec& gpu, Precision precision, const Framework
 // names the rule broken ("d*t*p = 2*4*2 = 16 != --gpus 8").
 Status ValidatePlan(const EstimateRequest& req);
 
-// What a search's estimates share: the per-layer (and per-block) costs,
-// which depend on the plan only through t, the micro-batch, recompute,
-// expert parallelism and the framework (d too, for a CNN whose framework
-// synchronises BatchNorm), not on p, the interleaving or ZeRO. A search
-// keeps one memo for its candidates (SearchPlans); a request for another
-// model, topology or GPU count empties it first. Not thread-safe: one memo
-// per thread.
+// What estimates share: the per-layer (and per-block) costs, which depend
+// on the plan only through t, the micro-batch, recompute, expert
+// parallelism, precision and the framework (d too, for a CNN whose
+// framework synchronises BatchNorm), not on p, the interleaving or ZeRO,
+// and on the GPU count only through the GPUs per node it uses. A search
+// keeps one memo for its candidates (SearchPlans); a caller searching the
+// same models again and again may keep one across searches
+// (PlanRequest::memo). Entries are found by the addresses of the
+// estimator's parameters, the model, the GPU and the framework: those must
+// outlive the memo. Not thread-safe: one memo per thread.
 class EstimateMemo {
  public:
   EstimateMemo();

@@ -117,8 +117,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   er.gpus = req.gpus;
   er.global_batch = req.global_batch;
   er.framework = req.framework;
-  EstimateMemo memo;  // the candidates' shared layer costs
-  er.memo = &memo;
+  std::optional<EstimateMemo> own_memo;  // the candidates' shared layer costs
+  er.memo = req.memo != nullptr ? req.memo : &own_memo.emplace();
 
   std::vector<int> pps;
   if (req.pp > 0) pps = {req.pp};

@@ -45,6 +45,9 @@ struct PlanRequest {
   int max_zero = 3;
   int zero = -1;  // >= 0: only this ZeRO stage (a stated plan)
   const FrameworkProfile* framework = nullptr;  // nullptr = default
+  // Per-layer costs kept across searches (EstimateMemo); nullptr: the
+  // search keeps its own. The result is the same either way.
+  EstimateMemo* memo = nullptr;
 };
 
 struct PlanResult {

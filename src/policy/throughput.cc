@@ -75,6 +75,8 @@ struct EstimatorThroughput::Impl {
   PlanMode mode;
   PerfParams params;
   Estimator estimator{params};
+  // Layer costs shared by every search (the same models on many GPU counts).
+  mutable EstimateMemo memo;
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
   std::map<RateKey, std::optional<PlanChoice>> pipelines;  // gpus = stages
@@ -137,6 +139,7 @@ struct EstimatorThroughput::Impl {
     req.gpus = gpus;
     req.precision = PrecisionOn(model, *info.gpu);
     req.top_k = 1;
+    req.memo = &memo;
     return req;
   }
 
