@@ -8,69 +8,93 @@ namespace tessel {
 namespace {
 
 // Progressive filling over `paths` (anything indexable whose elements are
-// link-id ranges), into `rate`; `residual` and `unfrozen_on` are scratch.
+// link-id ranges), into `rate`. Every unfrozen flow grows by the same share
+// each round, so a flow's rate is the running sum of the shares up to the
+// round it freezes in (the same additions in the same order as adding them
+// flow by flow), and a link's residual loses the share once per unfrozen
+// flow on it.
 template <typename PathAt>
 void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, std::vector<double>& rate,
-                std::vector<double>& residual, std::vector<int>& unfrozen_on, std::vector<char>& frozen) {
+                FillScratch& sc) {
   const size_t nl = capacities.size();
   rate.assign(nf, 0.0);
-  residual = capacities;
-  unfrozen_on.assign(nl, 0);
-  frozen.assign(nf, 0);
-  size_t left = nf;
-  std::vector<int> touched;  // links some flow crosses
+  sc.residual = capacities;
+  sc.unfrozen_on.assign(nl, 0);
+  sc.frozen.assign(nf, 1);
+  sc.touched.clear();  // links some flow crosses, in order of first use
+  size_t left = 0;
   for (size_t f = 0; f < nf; ++f) {
     const auto& p = path(f);
     if (p.empty()) {
       rate[f] = std::numeric_limits<double>::infinity();
-      frozen[f] = 1;
-      --left;
       continue;
     }
+    sc.frozen[f] = 0;
+    ++left;
     for (int l : p)
-      if (unfrozen_on[l]++ == 0) touched.push_back(l);
+      if (sc.unfrozen_on[l]++ == 0) sc.touched.push_back(l);
   }
+  // The flows on each touched link, ascending (a flow listed once per
+  // crossing).
+  sc.first.assign(nl + 1, 0);
+  for (int l : sc.touched) sc.first[l] = 0;
+  sc.count.assign(nl, 0);
+  for (int l : sc.touched) sc.count[l] = sc.unfrozen_on[l];
+  size_t at = 0;
+  for (int l : sc.touched) {
+    sc.first[l] = static_cast<int>(at);
+    at += sc.count[l];
+    sc.count[l] = 0;
+  }
+  sc.on_link.resize(at);
+  for (size_t f = 0; f < nf; ++f)
+    if (!sc.frozen[f])
+      for (int l : path(f)) sc.on_link[sc.first[l] + sc.count[l]++] = static_cast<int>(f);
+  double sum = 0;  // every unfrozen flow's rate so far
+  // Links still carrying an unfrozen flow, in the order of `touched` (the
+  // first of equal shares is the bottleneck).
+  std::vector<int>& busy = sc.busy;
+  busy = sc.touched;
   while (left > 0) {
     // The bottleneck: the link whose residual capacity, split evenly among
     // its unfrozen flows, is smallest.
     int bottleneck = -1;
     double share = std::numeric_limits<double>::infinity();
-    for (int l : touched) {
-      if (unfrozen_on[l] == 0) continue;
-      double s = std::max(0.0, residual[l]) / unfrozen_on[l];
+    for (int l : busy) {
+      double s = std::max(0.0, sc.residual[l]) / sc.unfrozen_on[l];
       if (s < share) {
         share = s;
         bottleneck = l;
       }
     }
     if (bottleneck < 0) break;
-    // Every unfrozen flow grows by `share` (rates accumulate over rounds and
-    // the residuals hold what they use); those on the bottleneck freeze.
-    for (size_t f = 0; f < nf; ++f) {
-      if (frozen[f]) continue;
-      rate[f] += share;
-      for (int l : path(f)) residual[l] -= share;
-    }
-    for (size_t f = 0; f < nf; ++f) {
-      if (frozen[f]) continue;
-      const auto& p = path(f);
-      if (std::find(p.begin(), p.end(), bottleneck) == p.end()) continue;
-      frozen[f] = 1;
+    // Every unfrozen flow grows by `share` (the residuals hold what they
+    // use); those on the bottleneck freeze.
+    sum += share;
+    for (int l : busy)
+      for (int k = sc.unfrozen_on[l]; k > 0; --k) sc.residual[l] -= share;
+    const int* on = sc.on_link.data() + sc.first[bottleneck];
+    for (int i = 0, n = sc.count[bottleneck]; i < n; ++i) {
+      const int f = on[i];
+      if (sc.frozen[f]) continue;
+      sc.frozen[f] = 1;
+      rate[f] = sum;
       --left;
-      for (int l : p) unfrozen_on[l]--;
+      for (int l : path(f)) sc.unfrozen_on[l]--;
     }
+    busy.erase(std::remove_if(busy.begin(), busy.end(), [&](int l) { return sc.unfrozen_on[l] == 0; }), busy.end());
   }
+  for (size_t f = 0; f < nf && left > 0; ++f)
+    if (!sc.frozen[f]) rate[f] = sum;
 }
 
 }  // namespace
 
 std::vector<double> MaxMinRates(const std::vector<double>& capacities,
                                 const std::vector<std::vector<int>>& paths) {
-  std::vector<double> rate, residual;
-  std::vector<int> unfrozen_on;
-  std::vector<char> frozen;
-  FillMaxMin(capacities, paths.size(), [&](size_t f) -> const std::vector<int>& { return paths[f]; }, rate, residual,
-             unfrozen_on, frozen);
+  std::vector<double> rate;
+  FillScratch scratch;
+  FillMaxMin(capacities, paths.size(), [&](size_t f) -> const std::vector<int>& { return paths[f]; }, rate, scratch);
   return rate;
 }
 
@@ -106,18 +130,27 @@ Result<std::vector<int>> FlowNetwork::AddFlows(std::vector<std::vector<int>> pat
     ids.push_back(static_cast<int>(flows_.size()) - 1);
     active_.push_back(ids.back());
   }
-  Reshare();
+  stale_ = true;
   return ids;
 }
 
-double FlowNetwork::Rate(int flow) const { return Active(flow) ? flows_[flow].rate : 0.0; }
+double FlowNetwork::Rate(int flow) const {
+  Fresh();
+  return Active(flow) ? flows_[flow].rate : 0.0;
+}
 
 void FlowNetwork::set_contention_overhead(double overhead) {
   overhead_ = std::isfinite(overhead) ? std::max(0.0, overhead) : 0.0;
-  Reshare();
+  stale_ = true;
 }
 
-void FlowNetwork::Reshare() {
+void FlowNetwork::Fresh() const {
+  if (!stale_) return;
+  Reshare();
+  stale_ = false;
+}
+
+void FlowNetwork::Reshare() const {
   caps_.resize(links_.size());
   for (size_t l = 0; l < links_.size(); ++l) caps_[l] = links_[l].capacity;
   if (overhead_ > 0) {
@@ -128,11 +161,12 @@ void FlowNetwork::Reshare() {
       if (on_[l] >= 2) caps_[l] /= 1.0 + overhead_ * (on_[l] - 1) / on_[l];
   }
   FillMaxMin(caps_, active_.size(), [&](size_t i) -> const std::vector<int>& { return flows_[active_[i]].links; },
-             rates_, residual_, unfrozen_, frozen_);
+             rates_, fill_);
   for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = rates_[i];
 }
 
 double FlowNetwork::NextCompletion() const {
+  Fresh();
   double t = kNever;
   for (int i : active_) {
     const Flow& f = flows_[i];
@@ -165,7 +199,7 @@ std::vector<int> FlowNetwork::Advance(double until) {
   }
   active_.swap(still);
   now_ = std::max(now_, t);
-  if (!done.empty()) Reshare();
+  if (!done.empty()) stale_ = true;
   return done;
 }
 

@@ -28,6 +28,13 @@ namespace tessel {
 std::vector<double> MaxMinRates(const std::vector<double>& capacities,
                                 const std::vector<std::vector<int>>& paths);
 
+// Max-min filling's scratch space (FlowNetwork keeps one between calls).
+struct FillScratch {
+  std::vector<double> residual;
+  std::vector<int> unfrozen_on, touched, busy, first, count, on_link;
+  std::vector<char> frozen;
+};
+
 class FlowNetwork {
  public:
   static constexpr double kNever = std::numeric_limits<double>::infinity();
@@ -75,19 +82,26 @@ class FlowNetwork {
   };
   struct Flow {
     std::vector<int> links;
-    double bytes, remaining, rate = 0, start, finish = kNever;
+    double bytes, remaining;
+    mutable double rate = 0;  // Reshare's, when the flows last changed
+    double start, finish = kNever;
   };
-  void Reshare();
+  // Rates are shared again only when asked for after the flows changed:
+  // several starts and completions at one instant cost one Reshare, with
+  // the same rates.
+  void Fresh() const;
+  void Reshare() const;
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<int> active_;  // ids of unfinished flows, ascending
   double now_ = 0;
   double overhead_ = 0;
+  mutable bool stale_ = false;  // flows changed since the last Reshare
   // Reshare's scratch.
-  std::vector<double> caps_, rates_, residual_;
-  std::vector<int> on_, unfrozen_;
-  std::vector<char> frozen_;
+  mutable std::vector<double> caps_, rates_;
+  mutable std::vector<int> on_;
+  mutable FillScratch fill_;
 };
 
 // A cluster's fabric as links (issue 13's topology): each node's NICs as an

@@ -393,6 +393,9 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
 struct LayerSet {
   LayerCost dense, moe, embedding, head;
   std::vector<LayerCost> blocks;
+  // One micro-batch through every layer: the stages' times sum to at least
+  // this, so the slowest stage takes at least total_s / p.
+  double total_s = 0;
 };
 
 LayerSet ComputeLayers(const Ctx& c) {
@@ -403,9 +406,15 @@ LayerSet ComputeLayers(const Ctx& c) {
     if (m.tf.IsMoe()) ls.moe = TransformerLayer(c, true);
     ls.embedding = EmbeddingCost(c);
     ls.head = HeadCost(c);
+    const double moe_frac = m.tf.IsMoe() ? static_cast<double>(m.tf.MoeLayers()) / m.tf.layers : 0.0;
+    ls.total_s = m.tf.layers * (ls.dense.Time() * (1 - moe_frac) + ls.moe.Time() * moe_frac) + ls.embedding.Time() +
+                 ls.head.Time();
   } else {
     ls.blocks.reserve(m.cnn.blocks.size());
-    for (const auto& b : m.cnn.blocks) ls.blocks.push_back(CnnBlockCost(c, b));
+    for (const auto& b : m.cnn.blocks) {
+      ls.blocks.push_back(CnnBlockCost(c, b));
+      ls.total_s += ls.blocks.back().Time();
+    }
   }
   return ls;
 }
@@ -602,6 +611,20 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   if (memo) memo->Bind(req, params_);
   LayerSet own;
   const LayerSet& layer_set = memo ? memo->Layers(c) : (own = ComputeLayers(c));
+  // Every term beyond the slowest stage's M micro-batches is >= 0, and the
+  // slowest stage takes at least the mean: a plan whose M x (all layers / p)
+  // already exceeds the caller's bound cannot come within it (nor, below,
+  // one whose M x slowest stage does). Nothing else is estimated then.
+  auto pruned_estimate = [&] {
+    Estimate est;
+    est.pruned = true;
+    est.fits = false;
+    est.plan = p;
+    return est;
+  };
+  if (req.prune_above > 0 &&
+      p.num_micro_batches * layer_set.total_s / p.pp + params_.iteration_overhead_s > req.prune_above)
+    return pruned_estimate();
   std::vector<Stage> stages;
   if (m.kind == ModelKind::kTransformer) {
     const TransformerShape& s = m.tf;
@@ -687,10 +710,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
   const double M = p.num_micro_batches;
   const double s_max = worst_t;
-  // Every term beyond the slowest stage's M micro-batches is >= 0, so a plan
-  // whose M * s_max already exceeds the caller's bound cannot come within it:
-  // its schedule and gradient sync are not priced (Estimate::pruned).
-  const bool pruned = req.prune_above > 0 && M * s_max + params_.iteration_overhead_s > req.prune_above;
+  if (req.prune_above > 0 && M * s_max + params_.iteration_overhead_s > req.prune_above) return pruned_estimate();
   // Deep pipelines (p >= 8) priced step by step (pipeline_schedule.h):
   // each stage's forward and backward with their collectives and its half
   // of the sends each way. The closed form ((p - 1) / v mean stage times of
@@ -699,7 +719,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // stage and micro-batch group, which the simulator's planners pay on
   // every estimate), and it is the fallback.
   double pipe = M * s_max + (p.pp - 1) * (sum / p.pp) / p.virtual_stages;
-  if (p.pp >= kScheduledPipelineStages && !pruned) {
+  if (p.pp >= kScheduledPipelineStages) {
     std::vector<PipelineStageTime> times;
     times.reserve(p.pp);
     for (const Stage& st : stages) {
@@ -787,7 +807,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // before the first stage does, and its sync and optimizer step run in
   // that time. (Stages stand for their kind: a middle stage is taken at
   // index 1, the least slack of the p-2 alike.)
-  std::vector<double> slack(pruned ? 0 : stages.size(), 0.0);
+  std::vector<double> slack(stages.size(), 0.0);
   for (size_t i = 0; i < slack.size(); ++i) {
     double before = 0;
     for (size_t j = 0; j < stages.size(); ++j)
@@ -820,7 +840,6 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   }
 
   Estimate est;
-  est.pruned = pruned;
   est.plan = p;
   est.framework = fw.name;
   auto& b = est.breakdown;

@@ -38,10 +38,10 @@ struct EstimateRequest {
   // Optional: per-layer costs kept between the estimates of one search
   // (EstimateMemo). The estimate is the same with or without it.
   EstimateMemo* memo = nullptr;
-  // > 0: the caller wants the times only of a plan whose iteration can take
-  // at most this many seconds (a search's k-th best so far). A plan shown to
-  // take longer comes back with Estimate::pruned set, its memory and fit
-  // estimated but its times not.
+  // > 0: the caller wants the estimate only of a plan whose iteration can
+  // take at most this many seconds (a search's k-th best so far). A plan
+  // shown to take longer comes back with Estimate::pruned set and nothing
+  // else estimated.
   double prune_above = 0;
 };
 
@@ -93,7 +93,7 @@ struct Estimate {
   double mfu = 0;                      // model FLOP/s / dense peak
   double memory_gib_per_gpu = 0;
   bool fits = true;
-  bool pruned = false;  // EstimateRequest::prune_above: times not estimated
+  bool pruned = false;  // EstimateRequest::prune_above: not estimated
   std::string reason;  // why it does not fit; empty when it fits
   TimeBreakdown breakdown;
   MemoryBreakdown memory;

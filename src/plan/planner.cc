@@ -198,13 +198,17 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                 er.explain = false;
                 // Once top_k plans are kept, a plan ranked by its iteration
                 // time needs pricing only if it may beat the last of them
-                // (a margin of 1e-9 for rounding in the schedule's sums).
+                // (a margin of 1e-9 for rounding in the schedule's and the
+                // bounds' sums).
                 er.prune_above = !grid && static_cast<int>(fitting.size()) == req.top_k &&
                                          RanksByIterationTime(fw, cnn)
                                      ? fitting.back().ranked_s * (1 + 1e-9)
                                      : 0.0;
                 Estimate e = estimator.RunUnchecked(er);
-                if (e.fits && !e.pruned) {
+                // A pruned plan is slower than a kept one, so the search
+                // has a plan and no use for the leanest failure.
+                if (e.pruned) continue;
+                if (e.fits) {
                   double ranked = RankedSeconds(e, fw, cnn);
                   Candidate cand{std::move(e), ranked};
                   if (grid) {
