@@ -429,13 +429,14 @@ const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams
 
 struct EstimateMemo::Impl {
   // What the layer costs depend on beside the plan (ComputeLayers): the
-  // estimator's parameters, the model, the GPU, the node and network, and
-  // the GPUs per node the job uses (not its GPU count otherwise).
-  using ScopeKey = std::tuple<const PerfParams*, const ModelSpec*, const GpuSpec*, int, int, double, int>;
+  // estimator's parameters, the model and the GPU.
+  using ScopeKey = std::tuple<const PerfParams*, const ModelSpec*, const GpuSpec*>;
   // ... and of the plan: framework, t, micro-batch, expert parallelism,
-  // recompute, precision and, where the framework synchronises a CNN's
-  // BatchNorm, d (else 0).
-  using Key = std::tuple<const FrameworkProfile*, int, int, int, int, int, int>;
+  // recompute, precision, d where the framework synchronises a CNN's
+  // BatchNorm (else 0), and, where a layer has collectives (t > 1, experts
+  // spread, BatchNorm synchronised), the node (GPUs, link), the network and
+  // the GPUs per node the job uses (else 0): not the GPU count otherwise.
+  using Key = std::tuple<const FrameworkProfile*, int, int, int, int, int, int, int, int, int, double>;
   struct Scope {
     double model_flops_per_sample = 0;
     std::map<Key, LayerSet> layers;
@@ -449,8 +450,7 @@ struct EstimateMemo::Impl {
 
   void Bind(const EstimateRequest& req, const PerfParams& estimator_params) {
     const Topology& t = req.topology;
-    ScopeKey key{&estimator_params, req.model, t.gpu, t.gpus_per_node, static_cast<int>(t.intra),
-                 t.network_gbps, std::min(t.gpus_per_node, req.gpus)};
+    ScopeKey key{&estimator_params, req.model, t.gpu};
     if (scope != nullptr && key == scope_key) return;
     auto [it, added] = scopes.try_emplace(key);
     if (added) it->second.model_flops_per_sample = ModelFlopsPerSample(*req.model);
@@ -460,9 +460,21 @@ struct EstimateMemo::Impl {
 
   const LayerSet& Layers(const Ctx& c) {
     const ParallelPlan& p = c.plan;
-    const bool bn_sync = c.req.model->kind == ModelKind::kCnn && c.fw.global_batch_norm;
-    Key key{&c.fw, p.tp, p.micro_batch, p.ep, static_cast<int>(p.recompute), static_cast<int>(p.precision),
-            bn_sync ? p.dp : 0};
+    const ModelSpec& m = *c.req.model;
+    const bool bn_sync = m.kind == ModelKind::kCnn && c.fw.global_batch_norm;
+    const bool grouped = p.tp > 1 || (m.kind == ModelKind::kTransformer && m.tf.IsMoe() && p.ep > 1) ||
+                         (bn_sync && p.dp > 1);
+    Key key{&c.fw,
+            p.tp,
+            p.micro_batch,
+            p.ep,
+            static_cast<int>(p.recompute),
+            static_cast<int>(p.precision),
+            bn_sync ? p.dp : 0,
+            grouped ? c.gpn : 0,
+            grouped ? c.topo.gpus_per_node : 0,
+            grouped ? static_cast<int>(c.topo.intra) : 0,
+            grouped ? c.topo.network_gbps : 0.0};
     auto it = scope->layers.find(key);
     if (it != scope->layers.end()) return it->second;
     if (entries >= kMaxEntries) {
