@@ -77,7 +77,7 @@ class ClientTest : public ::testing::Test {
     std::string base = dir_ + "/run" + std::to_string(n++);
     // Appends only (GCC 12 warns falsely, -Wrestrict, on "lit" + string here).
     std::string cmd = "cd ";
-    cmd.append(Quote(dir_)).append(" && env -u TESSEL_SERVER -u TESSEL_TOKEN");
+    cmd.append(Quote(dir_)).append(" && env -u TESSEL_SERVER -u TESSEL_TOKEN -u TESSEL_HTTP_PLUGIN");
     for (const auto& [k, v] : env) cmd.append(" ").append(k).append("=").append(Quote(v));
     cmd.append(" ").append(Quote(TESSEL_BINARY));
     for (const std::string& a : args) cmd.append(" ").append(Quote(a));
@@ -249,6 +249,18 @@ TEST_F(ClientTest, ServerAndTokenFromFlagsOrEnvironment) {
   EXPECT_EQ(bad_url.err,
             "error: server URL '127.0.0.1:8642': no scheme; expected http://HOST:PORT, e.g. http://127.0.0.1:8642\n");
   EXPECT_EQ(fake_.Calls(), std::vector<std::string>{"Jobs alice all=0 after=0 limit=1000"});
+}
+
+TEST_F(ClientTest, MissingTransportPluginIsAClearError) {
+  const std::string missing = dir_ + "/no-such-plugin.so";
+  Outcome r = Tessel({"jobs"}, {{"TESSEL_SERVER", url_}, {"TESSEL_TOKEN", kAlice}, {"TESSEL_HTTP_PLUGIN", missing}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("error: cannot load the HTTP transport " + missing + ": ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+  // A shared object that is not the plugin.
+  r = Tessel({"jobs"}, {{"TESSEL_SERVER", url_}, {"TESSEL_TOKEN", kAlice}, {"TESSEL_HTTP_PLUGIN", TESSEL_HTTP_PLUGIN_OTHER}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("no tessel_http_transport entry point"), std::string::npos) << r.err;
 }
 
 TEST_F(ClientTest, ConnectionRefused) {

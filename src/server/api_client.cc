@@ -1,8 +1,7 @@
-// The one translation unit of the client that includes cpp-httplib.
+// The client side of the HTTP transport plugin (server/http_transport.h).
 #include "server/api_client.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -14,6 +13,7 @@
 #include <fstream>
 
 #include "core/strings.h"
+#include "server/http_transport_loader.h"
 
 namespace tessel {
 
@@ -104,34 +104,30 @@ std::string ConnectFailureReason(const ParsedUrl& u) {
   return reason;
 }
 
-std::string TransportError(httplib::Error e, const ParsedUrl& url) {
-  switch (e) {
-    case httplib::Error::Connection:
+std::string TransportError(const http::ClientReply& r, const ParsedUrl& url) {
+  switch (r.error) {
+    case http::ClientError::kConnection:
       return ConnectFailureReason(url);
-    case httplib::Error::ConnectionTimeout:
+    case http::ClientError::kConnectionTimeout:
       return "connection timed out";
-    case httplib::Error::Read:
+    case http::ClientError::kRead:
       return "no reply (the connection was closed or the read timed out)";
-    case httplib::Error::Write:
+    case http::ClientError::kWrite:
       return "could not send the request (the connection was closed or the write timed out)";
-    case httplib::Error::SSLConnection:
-    case httplib::Error::SSLLoadingCerts:
-    case httplib::Error::SSLServerVerification:
-      return "TLS error (" + httplib::to_string(e) + ")";
+    case http::ClientError::kTls:
+      return "TLS error (" + r.error_text + ")";
     default:
-      return httplib::to_string(e);
+      return r.error_text;
   }
 }
 
 }  // namespace
 
 struct ApiClient::Impl {
-  Impl(std::string u, ParsedUrl p, std::string t) : url(std::move(u)), parsed(std::move(p)), token(std::move(t)),
-                                                    client(url) {}
   std::string url;
   ParsedUrl parsed;
   std::string token;
-  httplib::Client client;
+  std::unique_ptr<http::Client> client;
 };
 
 std::string HttpReply::Header(const std::string& name) const {
@@ -145,13 +141,15 @@ Result<ApiClient> ApiClient::Create(const std::string& server_url, std::string t
   if (!parsed.ok()) return parsed.status();
   std::string url = server_url;
   if (!url.empty() && url.back() == '/') url.pop_back();
-  auto impl = std::make_unique<Impl>(url, *parsed, std::move(token));
-  if (!impl->client.is_valid()) return InvalidArgument("server URL '" + server_url + "': not understood");
-  impl->client.set_connection_timeout(options.connect_timeout_s, 0);
-  impl->client.set_read_timeout(options.read_timeout_s, 0);
-  impl->client.set_write_timeout(options.write_timeout_s, 0);
-  impl->client.set_keep_alive(options.keep_alive);
-  impl->client.set_tcp_nodelay(true);
+  Result<const http::Transport*> transport = LoadHttpTransport();
+  if (!transport.ok()) return transport.status();
+  auto impl = std::make_unique<Impl>();
+  impl->url = url;
+  impl->parsed = *parsed;
+  impl->token = std::move(token);
+  impl->client = (*transport)->make_client(
+      url, {options.connect_timeout_s, options.read_timeout_s, options.write_timeout_s, options.keep_alive});
+  if (!impl->client->Valid()) return InvalidArgument("server URL '" + server_url + "': not understood");
   return ApiClient(std::move(impl));
 }
 
@@ -164,21 +162,16 @@ const std::string& ApiClient::url() const { return impl_->url; }
 
 Result<HttpReply> ApiClient::Send(const std::string& method, const std::string& path, const std::string& body,
                                   const std::string& content_type) {
-  httplib::Request req;
-  req.method = method;
-  req.path = path;
-  if (!impl_->token.empty()) req.headers.emplace("Authorization", "Bearer " + impl_->token);
-  if (!body.empty()) {
-    req.headers.emplace("Content-Type", content_type);
-    req.body = body;
-  }
-  httplib::Result res = impl_->client.send(req);
-  if (!res)
-    return Unavailable("cannot reach tessel server at " + impl_->url + ": " + TransportError(res.error(), impl_->parsed));
+  http::Headers headers;
+  if (!impl_->token.empty()) headers.emplace_back("Authorization", "Bearer " + impl_->token);
+  if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+  http::ClientReply res = impl_->client->Send(method, path, headers, body);
+  if (res.error != http::ClientError::kNone)
+    return Unavailable("cannot reach tessel server at " + impl_->url + ": " + TransportError(res, impl_->parsed));
   HttpReply reply;
-  reply.code = res->status;
-  reply.body = res->body;
-  for (const auto& [k, v] : res->headers) reply.headers.emplace_back(k, v);
+  reply.code = res.code;
+  reply.body = std::move(res.body);
+  reply.headers = std::move(res.headers);
   return reply;
 }
 

@@ -1,8 +1,8 @@
-// The one translation unit of the server that includes cpp-httplib (a heavy
-// header): requests are converted to ApiRequest and answered by Api.
+// The daemon's HTTP server: the API answers requests the transport plugin
+// (server/http_transport.h, cpp-httplib) reads; this side counts and logs
+// them and diagnoses a failed bind.
 #include "server/http_server.h"
 
-#include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,25 +16,12 @@
 
 #include "server/api.h"
 #include "server/api_json.h"
+#include "server/http_transport_loader.h"
 #include "server/metrics.h"
 
 namespace tessel {
 
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-// What the server knows about the request a thread is answering, between
-// the pre-routing hook (headers read) and the post-routing hook (response
-// ready). httplib answers a connection's requests on one thread, one at a
-// time, so a thread-local is exact. `active` is false for requests rejected
-// before routing (a malformed request line).
-struct RequestScope {
-  bool active = false;
-  SteadyClock::time_point start;
-  std::string user;
-};
-thread_local RequestScope tls_scope;
 
 std::string EscapeForLog(std::string_view s) {
   std::string out;
@@ -47,16 +34,6 @@ std::string EscapeForLog(std::string_view s) {
       out += static_cast<char>(c);
     }
   }
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> QueryOf(const std::string& target) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t q = target.find('?');
-  if (q == std::string::npos) return out;
-  httplib::Params params;
-  httplib::detail::parse_query_text(target.substr(q + 1), params);
-  for (const auto& [k, v] : params) out.emplace_back(k, v);
   return out;
 }
 
@@ -106,18 +83,6 @@ Status DiagnoseBind(const std::string& host, int port) {
   }
 }
 
-// httplib::Server listening with a real backlog: the library's is 5, so a
-// burst of more simultaneous connections (8 load-test clients) loses SYNs
-// and waits out a 1 s retransmission. Linux lets listen() be called again
-// on a listening socket to change its backlog.
-class BackloggedServer : public httplib::Server {
- public:
-  void WidenBacklog() {
-    socket_t sock = svr_sock_;
-    if (sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);
-  }
-};
-
 }  // namespace
 
 std::string FormatAccessLog(const AccessLogEntry& e) {
@@ -156,175 +121,59 @@ struct HttpServer::Impl {
   Impl(JobService& service, const TokenStore& tokens, HttpServerOptions opts, AccessLog log)
       : options(opts), access_log(std::move(log)), api(service, tokens, requests) {}
 
-  void Configure();
-  void Serve(const httplib::Request& req, const std::string& body, httplib::Response& res);
-  std::string TooLarge() const {
-    return "request body too large; at most " + std::to_string(options.max_body_bytes) + " bytes";
-  }
+  http::ServerHooks Hooks();
 
   HttpServerOptions options;
   AccessLog access_log;
   RequestCounter requests;
   Api api;
-  BackloggedServer server;
+  std::unique_ptr<http::Server> server;
   std::thread thread;
   std::atomic<int> port{0};
   std::atomic<bool> thread_done{false};
   bool started = false;
 
-  // Until the accept loop runs (httplib's is_running) or has ended.
+  // Until the accept loop runs or has ended.
   void WaitUntilServing() const {
-    while (!server.is_running() && !thread_done) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    while (!server->Running() && !thread_done) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 };
 
-void HttpServer::Impl::Configure() {
-  const int threads = options.threads > 0 ? options.threads : 1;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  // httplib's default sets SO_REUSEPORT, which lets a second daemon bind
-  // the same port and silently share its connections; SO_REUSEADDR alone
-  // still allows a restart while old connections sit in TIME_WAIT.
-  server.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  server.set_tcp_nodelay(true);  // headers and body are separate writes
-  server.set_payload_max_length(options.max_body_bytes);
-  server.set_read_timeout(options.read_timeout_s, 0);
-  server.set_write_timeout(options.write_timeout_s, 0);
-  server.set_keep_alive_timeout(options.keep_alive_timeout_s);
-  server.set_keep_alive_max_count(static_cast<size_t>(options.keep_alive_max_requests > 0
-                                                          ? options.keep_alive_max_requests
-                                                          : 1));
-
-  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    tls_scope = RequestScope{true, SteadyClock::now(), ""};
-    auto refuse = [&](int code, const std::string& message) {
-      res.status = code;
-      res.set_content(ErrorJson(message), "application/json");
-      res.set_header("Connection", "close");  // the body was not read
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    // Requests without a body reader below read bodies by Content-Length
-    // only, unbounded when chunked; none of them takes a body anyway.
-    const bool body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                             req.method == "DELETE";
-    if (!body_method && req.has_header("Transfer-Encoding"))
-      return refuse(400, "a " + req.method + " request takes no chunked body");
-    // httplib would hand a multipart body to a parser we do not use.
-    if (req.get_header_value("Content-Type").rfind("multipart/", 0) == 0)
-      return refuse(415, "multipart bodies are not accepted; send application/json");
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  // Every method and path goes to Serve; Api does the routing (so it can
-  // tell 404 from 405). httplib answers HEAD with the GET handler. Methods
-  // that may carry a body read it through a ContentReader, which bounds
-  // chunked bodies too and skips httplib's 8 KiB limit on form-encoded ones
-  // (curl -d sends JSON as application/x-www-form-urlencoded).
-  const std::string any = "[\\s\\S]*";
-  auto serve = [this](const httplib::Request& req, httplib::Response& res) { Serve(req, "", res); };
-  auto serve_body = [this](const httplib::Request& req, httplib::Response& res,
-                           const httplib::ContentReader& reader) {
-    std::string body;
-    bool too_large = false;
-    const size_t limit = options.max_body_bytes;
-    bool ok = reader([&](const char* data, size_t n) {
-      if (body.size() + n > limit) {
-        too_large = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!ok) {
-      // httplib set 413 when Content-Length was over the limit (and skipped
-      // the body); otherwise the body is half read.
-      too_large = too_large || res.status == 413;
-      res.status = too_large ? 413 : 400;
-      res.set_content(ErrorJson(too_large ? TooLarge() : "could not read the request body"), "application/json");
-      if (res.status == 400 || body.size() > 0) res.set_header("Connection", "close");
-      return;
-    }
-    Serve(req, body, res);
+http::ServerHooks HttpServer::Impl::Hooks() {
+  http::ServerHooks hooks;
+  hooks.serve = [this](const http::Request& req, http::Response& res) {
+    ApiRequest in;
+    in.method = req.method;
+    in.path = req.path;
+    in.query = req.query;
+    in.authorization = req.authorization;
+    in.if_none_match = req.if_none_match;
+    in.body = req.body;
+    ApiResponse out = api.Handle(in);
+    res.user = out.user;
+    res.code = out.code;
+    res.headers = std::move(out.headers);
+    res.body = std::move(out.body);
+    res.content_type = std::move(out.content_type);
   };
-  server.Get(any, serve);
-  server.Options(any, serve);
-  server.Post(any, serve_body);
-  server.Put(any, serve_body);
-  server.Patch(any, serve_body);
-  server.Delete(any, serve_body);
-
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content(ErrorJson("internal error: " + what), "application/json");
-  });
-
-  // Responses httplib makes itself (413, 400 for a malformed request, 404
-  // for a path the pattern cannot match) get a JSON body too.
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request&, httplib::Response& res) -> httplib::Server::HandlerResponse {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message;
-    if (res.status == 413) {
-      message = TooLarge();
-    } else if (res.status == 404) {
-      message = "no such route";
-    } else if (res.status == 414) {
-      message = "request URI too long";
-    } else {
-      message = "malformed request (HTTP " + std::to_string(res.status) + ")";
-    }
-    res.set_content(ErrorJson(message), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-
-  // The last hook before the response is written: count and log it here
-  // (the logger hook runs after the client may already have the response,
-  // which would let /metrics miss a request the client saw answered).
-  server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    requests.Count(res.status);
-    if (access_log) {
-      AccessLogEntry e;
-      e.method = EscapeForLog(req.method);
-      e.path = EscapeForLog(req.path);
-      e.code = res.status;
-      if (tls_scope.active)
-        e.latency_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - tls_scope.start).count();
-      e.user = tls_scope.active ? tls_scope.user : "";
-      e.remote = req.remote_addr + ":" + std::to_string(req.remote_port);
-      access_log(e);
-    }
-    tls_scope.active = false;
-  });
-}
-
-void HttpServer::Impl::Serve(const httplib::Request& req, const std::string& body, httplib::Response& res) {
-  ApiRequest in;
-  in.method = req.method;
-  in.path = req.path;
-  in.query = QueryOf(req.target);
-  in.authorization = req.get_header_value("Authorization");
-  in.if_none_match = req.get_header_value("If-None-Match");
-  in.body = body;
-  ApiResponse out = api.Handle(in);
-  tls_scope.user = out.user;
-  res.status = out.code;
-  for (const auto& [k, v] : out.headers) res.set_header(k, v);
-  res.set_content(std::move(out.body), out.content_type.c_str());
+  hooks.error_body = [](const std::string& message) { return ErrorJson(message); };
+  hooks.finished = [this](const http::Finished& f) {
+    requests.Count(f.code);
+    if (!access_log) return;
+    AccessLogEntry e;
+    e.method = EscapeForLog(f.method);
+    e.path = EscapeForLog(f.path);
+    e.code = f.code;
+    if (f.timed) e.latency_ms = f.latency_ms;
+    e.user = f.timed ? f.user : "";
+    e.remote = f.remote;
+    access_log(e);
+  };
+  return hooks;
 }
 
 HttpServer::HttpServer(JobService& service, const TokenStore& tokens, HttpServerOptions options, AccessLog log)
-    : impl_(std::make_unique<Impl>(service, tokens, options, std::move(log))) {
-  impl_->Configure();
-}
+    : impl_(std::make_unique<Impl>(service, tokens, options, std::move(log))) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -333,21 +182,25 @@ Status HttpServer::Start(const std::string& listen) {
   std::string host;
   int port = 0;
   TESSEL_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
-  int bound = -1;
-  if (port == 0) {
-    bound = impl_->server.bind_to_any_port(host);
-  } else if (impl_->server.bind_to_port(host, port)) {
-    bound = port;
+  Result<const http::Transport*> transport = LoadHttpTransport();
+  if (!transport.ok()) return transport.status();
+  const HttpServerOptions& o = impl_->options;
+  impl_->server = (*transport)->make_server(
+      {o.max_body_bytes, o.read_timeout_s, o.write_timeout_s, o.keep_alive_timeout_s, o.keep_alive_max_requests,
+       o.threads},
+      impl_->Hooks());
+  int bound = impl_->server->Bind(host, port);
+  if (bound <= 0) {
+    impl_->server.reset();
+    return DiagnoseBind(host, port);
   }
-  if (bound <= 0) return DiagnoseBind(host, port);
-  impl_->server.WidenBacklog();
   impl_->port = bound;
   impl_->started = true;
   // The socket is listening once bound: connections made before the thread
   // runs wait in the backlog.
   impl_->thread_done = false;
   impl_->thread = std::thread([this] {
-    impl_->server.listen_after_bind();
+    impl_->server->Serve();
     impl_->thread_done = true;
   });
   impl_->WaitUntilServing();
@@ -358,7 +211,7 @@ void HttpServer::Stop() {
   if (!impl_ || !impl_->started) return;
   // httplib's stop() does nothing until its accept loop has started.
   impl_->WaitUntilServing();
-  impl_->server.stop();
+  impl_->server->Stop();
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->started = false;
 }
