@@ -68,19 +68,31 @@ void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, s
       }
     }
     if (bottleneck < 0) break;
-    // Every unfrozen flow grows by `share` (the residuals hold what they
-    // use); those on the bottleneck freeze.
-    sum += share;
-    for (int l : busy)
-      for (int k = sc.unfrozen_on[l]; k > 0; --k) sc.residual[l] -= share;
-    const int* on = sc.on_link.data() + sc.first[bottleneck];
-    for (int i = 0, n = sc.count[bottleneck]; i < n; ++i) {
-      const int f = on[i];
-      if (sc.frozen[f]) continue;
-      sc.frozen[f] = 1;
-      rate[f] = sum;
-      --left;
-      for (int l : path(f)) sc.unfrozen_on[l]--;
+    auto freeze_on = [&](int link) {
+      const int* on = sc.on_link.data() + sc.first[link];
+      for (int i = 0, n = sc.count[link]; i < n; ++i) {
+        const int f = on[i];
+        if (sc.frozen[f]) continue;
+        sc.frozen[f] = 1;
+        rate[f] = sum;
+        --left;
+        for (int l : path(f)) sc.unfrozen_on[l]--;
+      }
+    };
+    if (share == 0) {
+      // A round of zero share changes no rate and no residual; it freezes
+      // the flows of the first link with nothing left, and the next round
+      // those of the next such link, until none is left: all at once here
+      // (most rounds, as equal flows on a ring leave equal links empty).
+      for (int l : busy)
+        if (sc.unfrozen_on[l] > 0 && !(sc.residual[l] > 0)) freeze_on(l);
+    } else {
+      // Every unfrozen flow grows by `share` (the residuals hold what they
+      // use); those on the bottleneck freeze.
+      sum += share;
+      for (int l : busy)
+        for (int k = sc.unfrozen_on[l]; k > 0; --k) sc.residual[l] -= share;
+      freeze_on(bottleneck);
     }
     busy.erase(std::remove_if(busy.begin(), busy.end(), [&](int l) { return sc.unfrozen_on[l] == 0; }), busy.end());
   }

@@ -368,10 +368,10 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
 }
 
 // Splits per-layer costs into p contiguous stages with balanced time.
-std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp) {
+void PartitionCnn(const std::vector<LayerCost>& blocks, int pp, std::vector<LayerCost>& stages) {
   double total = 0;
   for (const auto& b : blocks) total += b.Time();
-  std::vector<LayerCost> stages(pp);
+  stages.assign(pp, LayerCost());
   int stage = 0;
   double acc = 0;
   int remaining_blocks = static_cast<int>(blocks.size());
@@ -385,7 +385,6 @@ std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, int pp
     acc += b.Time();
     --remaining_blocks;
   }
-  return stages;
 }
 
 // The per-layer costs of one plan: a transformer's dense and MoE layers,
@@ -637,21 +636,28 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   if (req.prune_above > 0 &&
       p.num_micro_batches * layer_set.total_s / p.pp + params_.iteration_overhead_s > req.prune_above)
     return pruned_estimate();
-  std::vector<Stage> stages;
+  // Scratch kept between estimates (an estimate allocates nothing once warm).
+  thread_local std::vector<Stage> stages;
+  thread_local std::vector<LayerCost> parts;
+  thread_local std::vector<PipelineStageTime> times;
+  thread_local std::vector<double> slack;
+  stages.clear();
   if (m.kind == ModelKind::kTransformer) {
     const TransformerShape& s = m.tf;
     const LayerCost &dense = layer_set.dense, &moe = layer_set.moe;
     double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
     const LayerCost &embedding = layer_set.embedding, &head = layer_set.head;
     int base = s.layers / p.pp, extra = s.layers % p.pp;
-    std::vector<Stage> kinds = {{{}, 0, 1}};
+    std::vector<Stage>& kinds = stages;
+    kinds.push_back({{}, 0, 1});
     if (p.pp > 2) kinds.push_back({{}, 1, p.pp - 2});
     if (p.pp > 1) kinds.push_back({{}, p.pp - 1, 1});
     // Stages of equal cost (FrameworkProfile::balanced_pipeline_stages): the
     // first and last stages take the layers their share leaves beside the
     // embedding and the head, the middle ones the rest.
-    std::vector<double> balanced;
-    if (fw.balanced_pipeline_stages && p.pp > 1) {
+    double balanced[3] = {0, 0, 0};  // first, middle, last
+    const bool is_balanced = fw.balanced_pipeline_stages && p.pp > 1;
+    if (is_balanced) {
       LayerCost mean;
       mean.Add(dense, 1 - moe_frac);
       if (s.IsMoe()) mean.Add(moe, moe_frac);
@@ -661,19 +667,20 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
       double last = std::clamp((share - head.Time()) / layer_s, 0.0, s.layers - first);
       if (p.pp == 2) last = s.layers - first;
       double middle = p.pp > 2 ? (s.layers - first - last) / (p.pp - 2) : 0.0;
-      balanced = {first, middle, last};
+      balanced[0] = first;
+      balanced[1] = middle;
+      balanced[2] = last;
     }
     for (Stage& st : kinds) {
       double layers = base + (st.index < extra ? 1 : 0);
-      if (!balanced.empty()) layers = st.index == 0 ? balanced[0] : st.index == p.pp - 1 ? balanced[2] : balanced[1];
+      if (is_balanced) layers = st.index == 0 ? balanced[0] : st.index == p.pp - 1 ? balanced[2] : balanced[1];
       st.cost.Add(dense, layers * (1 - moe_frac));
       if (s.IsMoe()) st.cost.Add(moe, layers * moe_frac);
       if (st.index == 0) st.cost.Add(embedding, 1);
       if (st.index == p.pp - 1) st.cost.Add(head, 1);
     }
-    stages = std::move(kinds);
   } else {
-    std::vector<LayerCost> parts = PartitionCnn(layer_set.blocks, p.pp);
+    PartitionCnn(layer_set.blocks, p.pp, parts);
     for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
@@ -732,8 +739,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // every estimate), and it is the fallback.
   double pipe = M * s_max + (p.pp - 1) * (sum / p.pp) / p.virtual_stages;
   if (p.pp >= kScheduledPipelineStages) {
-    std::vector<PipelineStageTime> times;
-    times.reserve(p.pp);
+    times.clear();
     for (const Stage& st : stages) {
       const LayerCost& lc = st.cost;
       PipelineStageTime t{lc.fwd_s + lc.tp_fwd_s + lc.ep_s / 2 + p2p / 2,
@@ -819,7 +825,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // before the first stage does, and its sync and optimizer step run in
   // that time. (Stages stand for their kind: a middle stage is taken at
   // index 1, the least slack of the p-2 alike.)
-  std::vector<double> slack(stages.size(), 0.0);
+  slack.assign(stages.size(), 0.0);
   for (size_t i = 0; i < slack.size(); ++i) {
     double before = 0;
     for (size_t j = 0; j < stages.size(); ++j)
