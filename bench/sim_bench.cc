@@ -110,12 +110,14 @@ void BM_Gavel1000Arena1280(benchmark::State& state) {
 }
 BENCHMARK(BM_Gavel1000Arena1280)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// `tessel simulate --cluster arena-1280 --trace simulate_trace_philly.csv
+// `tessel simulate --cluster arena-1280 --trace simulate_trace_TRACE.csv
 // --truth arena-db --horizon 600000s --policy P` without the process start:
 // flags resolved (trace loaded) once, then per iteration the run as the CLI
-// does it (the measured database loaded, the simulation).
-void BM_PhillyArenaDb(benchmark::State& state, const char* policy) {
-  std::string path = DataDir() + "/arena/traces/simulate_trace_philly.csv";
+// does it (the measured database loaded, the simulation). The cells of the
+// comparison with the Arena artifact's simulator (docs/speed.md;
+// scripts/bench-artifact.py times the whole process).
+void BM_ArenaTraceDb(benchmark::State& state, const char* trace, const char* policy) {
+  std::string path = DataDir() + "/arena/traces/simulate_trace_" + trace + ".csv";
   if (!HaveData(state, path)) return;
   SimFlags f;
   f.cluster = "arena-1280";
@@ -140,8 +142,27 @@ void BM_PhillyArenaDb(benchmark::State& state, const char* policy) {
     state.counters["decide_p99_ms"] = r->summary.decision_p99_ms;
   }
 }
+void BM_PhillyArenaDb(benchmark::State& state, const char* policy) { BM_ArenaTraceDb(state, "philly", policy); }
 BENCHMARK_CAPTURE(BM_PhillyArenaDb, gavel, "gavel")->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(BM_PhillyArenaDb, elasticflow, "elasticflow")->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(BM_PhillyArenaDb, elasticflow_ls, "elasticflow:admission=false")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+BENCHMARK_CAPTURE(BM_PhillyArenaDb, arena, "arena")->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_PhillyArenaDb, sia, "sia")->Unit(benchmark::kMillisecond)->Iterations(1);
+void BM_VenusArenaDb(benchmark::State& state, const char* policy) { BM_ArenaTraceDb(state, "venus", policy); }
+void BM_PaiArenaDb(benchmark::State& state, const char* policy) { BM_ArenaTraceDb(state, "pai", policy); }
+#define TESSEL_ARTIFACT_CELLS(BM)                                                                          \
+  BENCHMARK_CAPTURE(BM, fcfs, "fcfs")->Unit(benchmark::kMillisecond)->Iterations(5);                      \
+  BENCHMARK_CAPTURE(BM, gavel, "gavel")->Unit(benchmark::kMillisecond)->Iterations(5);                    \
+  BENCHMARK_CAPTURE(BM, elasticflow_ls, "elasticflow:admission=false")                                     \
+      ->Unit(benchmark::kMillisecond)                                                                      \
+      ->Iterations(5);                                                                                     \
+  BENCHMARK_CAPTURE(BM, sia, "sia")->Unit(benchmark::kMillisecond)->Iterations(5);                        \
+  BENCHMARK_CAPTURE(BM, arena, "arena")->Unit(benchmark::kMillisecond)->Iterations(5)
+TESSEL_ARTIFACT_CELLS(BM_VenusArenaDb);
+TESSEL_ARTIFACT_CELLS(BM_PaiArenaDb);
+#undef TESSEL_ARTIFACT_CELLS
 
 // One Gavel LP: `range(0)` jobs, all different (no two share a row), over
 // arena-1280's 4 GPU types; range(1) 0 = max-min, 1 = max-sum.
