@@ -147,8 +147,7 @@ Result<ApiClient> ApiClient::Create(const std::string& server_url, std::string t
   impl->url = url;
   impl->parsed = *parsed;
   impl->token = std::move(token);
-  impl->client = (*transport)->make_client(
-      url, {options.connect_timeout_s, options.read_timeout_s, options.write_timeout_s, options.keep_alive});
+  impl->client = (*transport)->make_client(url, options);
   if (!impl->client->Valid()) return InvalidArgument("server URL '" + server_url + "': not understood");
   return ApiClient(std::move(impl));
 }

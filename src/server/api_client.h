@@ -13,17 +13,14 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/http_transport.h"
 
 namespace tessel {
 
 inline constexpr const char* kDefaultServerUrl = "http://127.0.0.1:8642";
 
-struct ApiClientOptions {
-  int connect_timeout_s = 5;
-  int read_timeout_s = 60;
-  int write_timeout_s = 60;
-  bool keep_alive = false;  // reuse one connection for successive requests
-};
+// Timeouts and keep-alive (server/http_transport.h).
+using ApiClientOptions = http::ClientOptions;
 
 struct HttpReply {
   int code = 0;

@@ -184,11 +184,7 @@ Status HttpServer::Start(const std::string& listen) {
   TESSEL_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
   Result<const http::Transport*> transport = LoadHttpTransport();
   if (!transport.ok()) return transport.status();
-  const HttpServerOptions& o = impl_->options;
-  impl_->server = (*transport)->make_server(
-      {o.max_body_bytes, o.read_timeout_s, o.write_timeout_s, o.keep_alive_timeout_s, o.keep_alive_max_requests,
-       o.threads},
-      impl_->Hooks());
+  impl_->server = (*transport)->make_server(impl_->options, impl_->Hooks());
   int bound = impl_->server->Bind(host, port);
   if (bound <= 0) {
     impl_->server.reset();

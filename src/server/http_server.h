@@ -23,18 +23,13 @@
 
 #include "core/status.h"
 #include "server/auth.h"
+#include "server/http_transport.h"
 #include "server/service.h"
 
 namespace tessel {
 
-struct HttpServerOptions {
-  size_t max_body_bytes = 1 << 20;
-  int read_timeout_s = 10;
-  int write_timeout_s = 10;
-  int keep_alive_timeout_s = 5;
-  int keep_alive_max_requests = 1000;  // per connection, then it is closed
-  int threads = 16;
-};
+// Body limit, timeouts, keep-alive and threads (server/http_transport.h).
+using HttpServerOptions = http::ServerOptions;
 
 struct AccessLogEntry {
   std::string method;

@@ -33,7 +33,7 @@ struct ServerOptions {
   int read_timeout_s = 10;
   int write_timeout_s = 10;
   int keep_alive_timeout_s = 5;
-  int keep_alive_max_requests = 1000;
+  int keep_alive_max_requests = 1000;  // per connection, then it is closed
   int threads = 16;
 };
 
@@ -92,7 +92,7 @@ struct ClientOptions {
   int connect_timeout_s = 5;
   int read_timeout_s = 60;
   int write_timeout_s = 60;
-  bool keep_alive = false;
+  bool keep_alive = false;  // reuse one connection for successive requests
 };
 
 // Why no reply came.
