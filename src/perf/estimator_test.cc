@@ -633,4 +633,81 @@ TEST(Estimator, ParamsJsonRoundTripEstimatesAlike) {
 }
 
 }  // namespace
+// Estimates that share an EstimateMemo (one memo across models, GPUs,
+// node layouts, networks and plans, as a simulation's belief keeps it) equal
+// the ones computed alone, field by field.
+TEST(Estimator, MemoGivesTheSameEstimates) {
+  EstimateMemo memo;
+  Estimator est;
+  int compared = 0;
+  for (const char* name : {"gpt3-6.7b", "moe__2.4B", "wide_resnet__2B", "bert__760M"}) {
+    const ModelSpec& m = **FindModel(name);
+    for (const char* gpu : {"a100-80g", "v100-32g"}) {
+      for (int gpn : {2, 8}) {
+        for (double gbps : {25.0, 200.0}) {
+          for (int t : {1, 2}) {
+            for (int p : {1, 2, 8}) {
+              for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+                for (int mb : {1, 4}) {
+                  EstimateRequest r;
+                  r.model = &m;
+                  r.topology = *MakeTopology(**FindGpu(gpu), gpn, gbps);
+                  r.gpus = 16;
+                  r.global_batch = 64;
+                  r.plan.dp = 16 / (t * p);
+                  r.plan.tp = t;
+                  r.plan.pp = p;
+                  r.plan.micro_batch = mb;
+                  r.plan.num_micro_batches = 64 / r.plan.dp / mb;
+                  r.plan.recompute = rc;
+                  r.plan.ep = m.kind == ModelKind::kTransformer && m.tf.IsMoe() ? 2 : 1;
+                  r.plan.precision = (*FindGpu(gpu))->PeakTflops(m.default_precision) > 0 ? m.default_precision
+                                                                                          : Precision::kFp16;
+                  if (!ValidatePlan(r).ok()) continue;
+                  Estimate alone = est.RunUnchecked(r);
+                  r.memo = &memo;
+                  Estimate shared = est.RunUnchecked(r);
+                  Estimate again = est.RunUnchecked(r);  // from the memo
+                  for (const Estimate* e : {&shared, &again}) {
+                    EXPECT_EQ(e->iteration_time_s, alone.iteration_time_s) << name << " " << r.plan.ToString();
+                    EXPECT_EQ(e->memory_gib_per_gpu, alone.memory_gib_per_gpu) << name << " " << r.plan.ToString();
+                    EXPECT_EQ(e->fits, alone.fits);
+                    EXPECT_EQ(e->mfu, alone.mfu);
+                    EXPECT_EQ(e->hardware_tflops_per_gpu, alone.hardware_tflops_per_gpu);
+                    EXPECT_EQ(e->breakdown.compute_s, alone.breakdown.compute_s);
+                    EXPECT_EQ(e->breakdown.tp_comm_s, alone.breakdown.tp_comm_s);
+                    EXPECT_EQ(e->breakdown.ep_comm_s, alone.breakdown.ep_comm_s);
+                    EXPECT_EQ(e->breakdown.pp_bubble_s, alone.breakdown.pp_bubble_s);
+                    EXPECT_EQ(e->breakdown.dp_comm_exposed_s, alone.breakdown.dp_comm_exposed_s);
+                    EXPECT_EQ(e->memory.activations_gib, alone.memory.activations_gib);
+                  }
+                  ++compared;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 300);
+}
+
+// A bound above every plan prunes nothing; one below the plan's own time
+// prunes it.
+TEST(Estimator, PruneAboveSkipsOnlyPlansThatCannotComeWithin) {
+  Req q("gpt3-6.7b", "a100-80g", 16, 64);
+  q.Plan(4, 2, 2, 1);
+  EstimateRequest r = q.get();
+  Estimator est;
+  Estimate full = est.RunUnchecked(r);
+  ASSERT_FALSE(full.pruned);
+  r.prune_above = full.iteration_time_s * 1.001;
+  Estimate within = est.RunUnchecked(r);
+  EXPECT_FALSE(within.pruned);
+  EXPECT_EQ(within.iteration_time_s, full.iteration_time_s);
+  r.prune_above = full.iteration_time_s * 0.2;
+  EXPECT_TRUE(est.RunUnchecked(r).pruned);
+}
+
 }  // namespace tessel

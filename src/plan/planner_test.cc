@@ -260,4 +260,41 @@ TEST(Planner, SearchesNoShallowerZeroThanTheFrameworkRuns) {
 }
 
 }  // namespace
+// A best-k search skips plans its bounds show cannot beat the k-th best
+// kept so far (and builds the estimates of several candidates from shared
+// layer costs): the k it returns are the first k of the same search
+// keeping every plan, bit for bit.
+TEST(Planner, PrunedBestKEqualsTheUnprunedOrder) {
+  struct Case {
+    const char* model;
+    const char* gpu;
+    int gpus, batch, gpn;
+  };
+  for (const Case& c : {Case{"gpt3-175b", "a100-80g", 1024, 1536, 0}, Case{"gpt3-6.7b", "v100-32g", 16, 64, 4},
+                        Case{"wide_resnet__2B", "v100-32g", 16, 256, 8}, Case{"moe__2.4B", "a10", 8, 512, 4},
+                        Case{"bert__760M", "a40", 8, 256, 2}}) {
+    auto model = FindModel(c.model);
+    ASSERT_TRUE(model.ok()) << c.model;
+    PlanRequest all = Make(**model, c.gpu, c.gpus, c.batch, c.gpn);
+    if (all.topology.gpu->PeakTflops(all.precision) <= 0) all.precision = Precision::kFp16;  // no bf16 on a V100
+    all.top_k = 1 << 20;  // never full: nothing is skipped
+    auto every = SearchPlans(Estimator(), all);
+    ASSERT_TRUE(every.ok()) << c.model << ": " << every.status().ToString();
+    EXPECT_FALSE(every->plans.empty()) << c.model;
+    for (int k : {1, 3}) {
+      PlanRequest req = all;
+      req.top_k = k;
+      auto best = SearchPlans(Estimator(), req);
+      ASSERT_TRUE(best.ok());
+      EXPECT_EQ(best->candidates_evaluated, every->candidates_evaluated);
+      ASSERT_EQ(best->plans.size(), std::min<size_t>(k, every->plans.size())) << c.model;
+      for (size_t i = 0; i < best->plans.size(); ++i) {
+        EXPECT_EQ(best->plans[i].plan.ToString(), every->plans[i].plan.ToString()) << c.model << " #" << i;
+        EXPECT_EQ(best->plans[i].iteration_time_s, every->plans[i].iteration_time_s) << c.model << " #" << i;
+        EXPECT_EQ(best->plans[i].memory_gib_per_gpu, every->plans[i].memory_gib_per_gpu) << c.model << " #" << i;
+      }
+    }
+  }
+}
+
 }  // namespace tessel
