@@ -35,16 +35,13 @@ void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, s
       if (sc.unfrozen_on[l]++ == 0) sc.touched.push_back(l);
   }
   // The flows on each touched link, ascending (a flow listed once per
-  // crossing).
-  sc.first.assign(nl + 1, 0);
-  for (int l : sc.touched) sc.first[l] = 0;
+  // crossing): link l's are on_link[first[l], first[l] + count[l]).
+  sc.first.assign(nl, 0);
   sc.count.assign(nl, 0);
-  for (int l : sc.touched) sc.count[l] = sc.unfrozen_on[l];
   size_t at = 0;
   for (int l : sc.touched) {
     sc.first[l] = static_cast<int>(at);
-    at += sc.count[l];
-    sc.count[l] = 0;
+    at += sc.unfrozen_on[l];
   }
   sc.on_link.resize(at);
   for (size_t f = 0; f < nf; ++f)

@@ -447,8 +447,7 @@ struct EstimateMemo::Impl {
   // Layer sets kept before the memo forgets them all. Small on purpose: a
   // memo that keeps growing costs a page fault per 4 KiB of new heap, and
   // reusing freed memory is cheaper than keeping rarely asked layer sets
-  // (2,048 against 16,384: Venus elasticflow:admission=false 0.94x, sia
-  // 0.87x, arena on PAI 0.97x; 512: arena 1.07x).
+  // (the sizes tried: docs/development-notes.md, issue 40).
   static constexpr size_t kMaxEntries = 1 << 11;
 
   void Bind(const EstimateRequest& req, const PerfParams& estimator_params) {
@@ -652,10 +651,9 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     double moe_frac = s.IsMoe() ? static_cast<double>(s.MoeLayers()) / s.layers : 0.0;
     const LayerCost &embedding = layer_set.embedding, &head = layer_set.head;
     int base = s.layers / p.pp, extra = s.layers % p.pp;
-    std::vector<Stage>& kinds = stages;
-    kinds.push_back({{}, 0, 1});
-    if (p.pp > 2) kinds.push_back({{}, 1, p.pp - 2});
-    if (p.pp > 1) kinds.push_back({{}, p.pp - 1, 1});
+    stages.push_back({{}, 0, 1});
+    if (p.pp > 2) stages.push_back({{}, 1, p.pp - 2});
+    if (p.pp > 1) stages.push_back({{}, p.pp - 1, 1});
     // Stages of equal cost (FrameworkProfile::balanced_pipeline_stages): the
     // first and last stages take the layers their share leaves beside the
     // embedding and the head, the middle ones the rest.
@@ -675,7 +673,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
       balanced[1] = middle;
       balanced[2] = last;
     }
-    for (Stage& st : kinds) {
+    for (Stage& st : stages) {
       double layers = base + (st.index < extra ? 1 : 0);
       if (is_balanced) layers = st.index == 0 ? balanced[0] : st.index == p.pp - 1 ? balanced[2] : balanced[1];
       st.cost.Add(dense, layers * (1 - moe_frac));

@@ -32,27 +32,15 @@
 
 #include "core/status.h"
 #include "server/auth.h"
+#include "server/http_transport.h"
 #include "server/metrics.h"
 #include "server/service.h"
 
 namespace tessel {
 
-struct ApiRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // URL-decoded, without the query
-  std::vector<std::pair<std::string, std::string>> query;  // decoded
-  std::string authorization;  // the header's value; "" when absent
-  std::string if_none_match;  // the header's value; "" when absent (the dashboard's files)
-  std::string body;
-};
-
-struct ApiResponse {
-  int code = 200;
-  std::string content_type = "application/json";
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // beyond Content-Type
-  std::string user;  // the authenticated caller ("" when none), for the access log
-};
+// What the HTTP transport reads and writes (server/http_transport.h).
+using ApiRequest = http::Request;
+using ApiResponse = http::Response;
 
 // The HTTP code of a Status (service.h): Ok 200, InvalidArgument 400,
 // PermissionDenied 403, NotFound 404, FailedPrecondition 409, Unavailable

@@ -141,21 +141,7 @@ struct HttpServer::Impl {
 
 http::ServerHooks HttpServer::Impl::Hooks() {
   http::ServerHooks hooks;
-  hooks.serve = [this](const http::Request& req, http::Response& res) {
-    ApiRequest in;
-    in.method = req.method;
-    in.path = req.path;
-    in.query = req.query;
-    in.authorization = req.authorization;
-    in.if_none_match = req.if_none_match;
-    in.body = req.body;
-    ApiResponse out = api.Handle(in);
-    res.user = out.user;
-    res.code = out.code;
-    res.headers = std::move(out.headers);
-    res.body = std::move(out.body);
-    res.content_type = std::move(out.content_type);
-  };
+  hooks.serve = [this](const ApiRequest& req, ApiResponse& res) { res = api.Handle(req); };
   hooks.error_body = [](const std::string& message) { return ErrorJson(message); };
   hooks.finished = [this](const http::Finished& f) {
     requests.Count(f.code);
@@ -164,8 +150,8 @@ http::ServerHooks HttpServer::Impl::Hooks() {
     e.method = EscapeForLog(f.method);
     e.path = EscapeForLog(f.path);
     e.code = f.code;
-    if (f.timed) e.latency_ms = f.latency_ms;
-    e.user = f.timed ? f.user : "";
+    e.latency_ms = f.latency_ms;
+    e.user = f.user;
     e.remote = f.remote;
     access_log(e);
   };

@@ -37,22 +37,23 @@ struct ServerOptions {
   int threads = 16;
 };
 
-// A request routed to ServerHooks::serve.
+// A request routed to ServerHooks::serve (the API's ApiRequest, server/api.h).
 struct Request {
-  std::string method;
-  std::string path;  // without the query
-  Headers query;     // decoded
-  std::string authorization;
-  std::string if_none_match;
-  std::string body;  // read whole, at most max_body_bytes
+  std::string method;         // "GET", "POST", ...
+  std::string path;           // URL-decoded, without the query
+  Headers query;              // decoded
+  std::string authorization;  // the header's value; "" when absent
+  std::string if_none_match;  // the header's value; "" when absent (the dashboard's files)
+  std::string body;           // read whole, at most max_body_bytes
 };
 
+// Its answer (the API's ApiResponse).
 struct Response {
   int code = 200;
-  std::string body;
   std::string content_type = "application/json";
-  Headers headers;
-  std::string user;  // who was authenticated ("" when nobody): for the access log
+  std::string body;
+  Headers headers;   // beyond Content-Type
+  std::string user;  // the authenticated caller ("" when none), for the access log
 };
 
 // One response written, whoever made it (the hooks or the transport: 413,
@@ -61,8 +62,7 @@ struct Finished {
   std::string method;  // raw, as received
   std::string path;
   int code = 0;
-  bool timed = false;  // the request reached routing: latency_ms and user are known
-  double latency_ms = 0;
+  double latency_ms = 0;  // 0 and no user for a request refused before routing
   std::string user;
   std::string remote;  // "ip:port"
 };

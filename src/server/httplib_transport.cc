@@ -187,7 +187,6 @@ void HttplibServer::Configure() {
     f.method = req.method;
     f.path = req.path;
     f.code = res.status;
-    f.timed = tls_scope.active;
     if (tls_scope.active) {
       f.latency_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - tls_scope.start).count();
       f.user = tls_scope.user;
