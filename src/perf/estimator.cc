@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <tuple>
 #include <vector>
 
@@ -424,6 +425,71 @@ const FrameworkProfile& FrameworkOf(const EstimateRequest& req, const PerfParams
   return req.framework ? *req.framework : DefaultFrameworkFor(params, p.tp, p.pp, p.zero, p.virtual_stages);
 }
 
+// Memory of the busiest stage (the one holding the most state +
+// activations): every stage's state, sharded by ZeRO, and activations.
+MemoryBreakdown BusiestStageMemory(const EstimateRequest& req, const FrameworkProfile& fw, const PerfParams& params,
+                                   const std::vector<Stage>& stages, const StateBytesPerParam& sb,
+                                   double expert_params, bool gather_once) {
+  const ParallelPlan& p = req.plan;
+  const ModelSpec& m = *req.model;
+  MemoryBreakdown best;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const LayerCost& st = stages[i].cost;
+    double st_expert = expert_params;
+    double st_dense = std::max(0.0, st.params - st_expert);
+    double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
+    MemoryBreakdown mem;
+    // FP8 runs are taken to keep their weights in FP8 (Transformer
+    // Engine's fp8_model_init, as NeMo's FP8 recipes with fp8_param_gather:
+    // the FP8 weight and its transpose, 2 bytes per parameter as a 16-bit
+    // copy would take, beside the optimizer's fp32 master weights).
+    mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
+    if (gather_once) {  // the whole stage gathered for the step
+      mem.weights_gib += st.params * sb.weights / kGiB;
+    } else if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
+      double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);
+      double live = (1 + std::max(1, fw.zero3_prefetch)) * per_layer;
+      if (fw.zero3_max_live_params > 0) live = std::min(live, fw.zero3_max_live_params);
+      mem.weights_gib += live * sb.weights / kGiB;
+    }
+    mem.gradients_gib = (p.zero >= 2 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.gradients / kGiB;
+    // ... and its gradients accumulated whole, in fp32, until the last
+    // backward's reduce-scatter.
+    if (gather_once) mem.gradients_gib += st.params * 4.0 / kGiB;
+    mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
+    // The first stage holds the most micro-batches in flight; later stages
+    // fewer (p - i under 1F1B).
+    double in_flight = InFlightMicroBatches(p.pp - stages[i].index, p.num_micro_batches, p.virtual_stages);
+    mem.in_flight_micro_batches = in_flight;
+    mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
+    mem.gradients_beside_activations = !(fw.gradients_freed_each_step && p.dp == 1 && p.num_micro_batches == 1);
+    double allocated = mem.weights_gib + mem.optimizer_gib +
+                       (mem.gradients_beside_activations ? mem.gradients_gib + mem.activations_gib
+                                                         : std::max(mem.gradients_gib, mem.activations_gib));
+    mem.overhead_gib = params.memory_overhead_gib + fw.fragmentation * allocated;
+    mem.total_gib = allocated + mem.overhead_gib;
+    if (mem.total_gib > best.total_gib) best = mem;
+  }
+  best.capacity_gib = req.topology.gpu->memory_gib;
+  return best;
+}
+
+// The estimate's memory, whether it fits, and (explain) why not.
+void SetMemory(Estimate& est, const MemoryBreakdown& memory, const Topology& topo, bool explain) {
+  est.memory = memory;
+  est.memory_gib_per_gpu = memory.total_gib;
+  est.fits = memory.total_gib <= topo.gpu->memory_gib;
+  if (!est.fits && explain) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, "
+                  "activations %.1f, overhead %.1f) but %s has %.0f GiB",
+                  memory.total_gib, memory.weights_gib, memory.gradients_gib, memory.optimizer_gib,
+                  memory.activations_gib, memory.overhead_gib, topo.gpu->name.c_str(), topo.gpu->memory_gib);
+    est.reason = buf;
+  }
+}
+
 }  // namespace
 
 struct EstimateMemo::Impl {
@@ -436,9 +502,17 @@ struct EstimateMemo::Impl {
   // spread, BatchNorm synchronised), the node (GPUs, link), the network and
   // the GPUs per node the job uses (else 0): not the GPU count otherwise.
   using Key = std::tuple<const FrameworkProfile*, int, int, int, int, int, int, int, int, int, double>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = std::hash<const void*>()(std::get<0>(k));
+      auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+      std::apply([&](const FrameworkProfile*, auto... rest) { (mix(std::hash<decltype(rest)>()(rest)), ...); }, k);
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
   struct Scope {
     double model_flops_per_sample = 0;
-    std::map<Key, LayerSet> layers;
+    std::unordered_map<Key, LayerSet, KeyHash> layers;
   };
   std::map<ScopeKey, Scope> scopes;
   Scope* scope = nullptr;
@@ -686,6 +760,27 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
+  // Memory first (it depends on the stages' parameters and activations,
+  // not on time): a plan that does not fit is priced no further when the
+  // caller wants only plans that fit.
+  const StateBytesPerParam sb = StateBytes(p.precision, m.optimizer);
+  double expert_params = 0;
+  if (m.kind == ModelKind::kTransformer && m.tf.IsMoe()) {
+    const auto& s = m.tf;
+    double ffn_params = (s.gated_ffn ? 3.0 : 2.0) * s.hidden * s.ffn_hidden;
+    expert_params = (static_cast<double>(s.MoeLayers()) / p.pp) * (s.experts / static_cast<double>(p.ep)) *
+                    ffn_params / p.tp;
+  }
+  const bool gather_once = p.zero == 3 && p.pp > 1 && fw.zero3_gather_once_under_pipeline;
+  const MemoryBreakdown memory = BusiestStageMemory(req, fw, params_, stages, sb, expert_params, gather_once);
+  if (req.time_fitting_only && !(memory.total_gib <= topo.gpu->memory_gib)) {
+    Estimate est;
+    est.plan = p;
+    est.framework = fw.name;
+    SetMemory(est, memory, topo, req.explain);
+    return est;
+  }
+
   // BF16 gradient accumulation outside the backward kernels (DeepSpeed's
   // BF16_Optimizer after every micro-batch; it serves ZeRO 0 and 1, stages
   // 2 and 3 have their own partitioned optimizers): a memory-bound pass over
@@ -759,18 +854,9 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // stages at once; the slowest one's exposed part (and its optimizer step)
   // lengthens the iteration. The time-worst stage need not hold the most
   // parameters: a CNN's early, high-resolution stages are slow and small.
-  StateBytesPerParam sb = StateBytes(p.precision, m.optimizer);
-  double expert_params = 0;
-  if (m.kind == ModelKind::kTransformer && m.tf.IsMoe()) {
-    const auto& s = m.tf;
-    double ffn_params = (s.gated_ffn ? 3.0 : 2.0) * s.hidden * s.ffn_hidden;
-    expert_params = (static_cast<double>(s.MoeLayers()) / p.pp) * (s.experts / static_cast<double>(p.ep)) *
-                    ffn_params / p.tp;
-  }
   // Frameworks that reduce gradients only after the last micro-batch
   // (DeepSpeed's pipeline engine) hide nothing.
   const double ov = fw.dp_overlap ? params_.dp_overlap_fraction : 0.0;
-  const bool gather_once = p.zero == 3 && p.pp > 1 && fw.zero3_gather_once_under_pipeline;
   // {total, exposed} seconds of one stage's gradient sync over `group` ranks.
   auto sync = [&](const LayerCost& st, double params, int group) -> std::pair<double, double> {
     if (group <= 1 || params <= 0) return {0.0, 0.0};
@@ -888,59 +974,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   est.hardware_tflops_per_gpu = hw_flops_per_gpu * M / T / 1e12;
   est.mfu = est.model_tflops_per_gpu * 1e12 / cm.PeakFlops();
 
-  // Memory of the busiest stage (the one holding the most state +
-  // activations).
-  MemoryBreakdown best;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const LayerCost& st = stages[i].cost;
-    double st_expert = expert_params;
-    double st_dense = std::max(0.0, st.params - st_expert);
-    double d_shard = p.dp, e_shard = std::max(1, p.dp / p.ep);
-    MemoryBreakdown mem;
-    // FP8 runs are taken to keep their weights in FP8 (Transformer
-    // Engine's fp8_model_init, as NeMo's FP8 recipes with fp8_param_gather:
-    // the FP8 weight and its transpose, 2 bytes per parameter as a 16-bit
-    // copy would take, beside the optimizer's fp32 master weights).
-    mem.weights_gib = (p.zero == 3 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.weights / kGiB;
-    if (gather_once) {  // the whole stage gathered for the step
-      mem.weights_gib += st.params * sb.weights / kGiB;
-    } else if (p.zero == 3) {  // the current layer and the prefetched ones, gathered
-      double per_layer = st.params / std::max(1, m.NumLayers() / p.pp);
-      double live = (1 + std::max(1, fw.zero3_prefetch)) * per_layer;
-      if (fw.zero3_max_live_params > 0) live = std::min(live, fw.zero3_max_live_params);
-      mem.weights_gib += live * sb.weights / kGiB;
-    }
-    mem.gradients_gib = (p.zero >= 2 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.gradients / kGiB;
-    // ... and its gradients accumulated whole, in fp32, until the last
-    // backward's reduce-scatter.
-    if (gather_once) mem.gradients_gib += st.params * 4.0 / kGiB;
-    mem.optimizer_gib = (p.zero >= 1 ? st_dense / d_shard + st_expert / e_shard : st.params) * sb.optimizer / kGiB;
-    // The first stage holds the most micro-batches in flight; later stages
-    // fewer (p - i under 1F1B).
-    double in_flight = InFlightMicroBatches(p.pp - stages[i].index, p.num_micro_batches, p.virtual_stages);
-    mem.in_flight_micro_batches = in_flight;
-    mem.activations_gib = (st.act_bytes * in_flight + st.work_bytes) / kGiB;
-    mem.gradients_beside_activations = !(fw.gradients_freed_each_step && p.dp == 1 && p.num_micro_batches == 1);
-    double allocated = mem.weights_gib + mem.optimizer_gib +
-                       (mem.gradients_beside_activations ? mem.gradients_gib + mem.activations_gib
-                                                         : std::max(mem.gradients_gib, mem.activations_gib));
-    mem.overhead_gib = params_.memory_overhead_gib + fw.fragmentation * allocated;
-    mem.total_gib = allocated + mem.overhead_gib;
-    if (mem.total_gib > best.total_gib) best = mem;
-  }
-  best.capacity_gib = topo.gpu->memory_gib;
-  est.memory = best;
-  est.memory_gib_per_gpu = best.total_gib;
-  est.fits = best.total_gib <= topo.gpu->memory_gib;
-  if (!est.fits && req.explain) {
-    char buf[256];
-    std::snprintf(buf, sizeof(buf),
-                  "needs %.1f GiB per GPU (weights %.1f, gradients %.1f, optimizer %.1f, "
-                  "activations %.1f, overhead %.1f) but %s has %.0f GiB",
-                  best.total_gib, best.weights_gib, best.gradients_gib, best.optimizer_gib,
-                  best.activations_gib, best.overhead_gib, topo.gpu->name.c_str(), topo.gpu->memory_gib);
-    est.reason = buf;
-  }
+  SetMemory(est, memory, topo, req.explain);
   return est;
 }
 

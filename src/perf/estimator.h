@@ -43,6 +43,10 @@ struct EstimateRequest {
   // shown to take longer comes back with Estimate::pruned set and nothing
   // else estimated.
   double prune_above = 0;
+  // true: a plan that does not fit in memory comes back with its memory
+  // (fits false; the reason with explain) and its time not estimated: a
+  // search uses only the memory of the plans that fail.
+  bool time_fitting_only = false;
 };
 
 // Seconds per iteration on the slowest stage, by cause.

@@ -117,6 +117,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
   er.gpus = req.gpus;
   er.global_batch = req.global_batch;
   er.framework = req.framework;
+  // A failing plan matters only by its memory (the leanest failure).
+  er.time_fitting_only = true;
   std::optional<EstimateMemo> own_memo;  // the candidates' shared layer costs
   er.memo = req.memo != nullptr ? req.memo : &own_memo.emplace();
 
@@ -219,7 +221,8 @@ Result<PlanResult> SearchPlans(const Estimator& estimator, const PlanRequest& re
                     fitting.insert(std::upper_bound(fitting.begin(), fitting.end(), cand, Better), std::move(cand));
                     if (static_cast<int>(fitting.size()) > req.top_k) fitting.pop_back();
                   }
-                } else if (e.memory_gib_per_gpu < least_memory) {
+                } else if (fitting.empty() && e.memory_gib_per_gpu < least_memory) {
+                  // (Once a plan fits the leanest failure goes unused.)
                   least_memory = e.memory_gib_per_gpu;
                   leanest = er;
                 }
