@@ -114,6 +114,25 @@ void BM_PlanGridArenaJob(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanGridArenaJob)->Unit(benchmark::kMillisecond);
 
+// A belief's best-plan search as the simulator runs it on the Arena
+// artifact's traces (issue 40): a CNN (Wide-ResNet 4B, its heaviest
+// searches on Venus) on 1 to 64 A40s two per node, global batch 256, the
+// best plan only, the layer costs of earlier searches in the memo.
+void BM_PlanBestArenaCnn(benchmark::State& state) {
+  const ModelSpec& m = **FindModel("wide_resnet__4B");
+  PlanRequest req;
+  req.model = &m;
+  req.topology = *MakeTopology(**FindGpu("a40"), 2, 0);
+  req.gpus = static_cast<int>(state.range(0));
+  req.global_batch = 256;
+  req.precision = m.default_precision;
+  req.top_k = 1;
+  EstimateMemo memo;
+  if (state.range(1)) req.memo = &memo;
+  RunPlanBench(state, req);
+}
+BENCHMARK(BM_PlanBestArenaCnn)->ArgsProduct({{1, 8, 32, 64}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace tessel
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <tuple>
 #include <vector>
@@ -368,24 +369,24 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
   return lc;
 }
 
-// Splits per-layer costs into p contiguous stages with balanced time.
-void PartitionCnn(const std::vector<LayerCost>& blocks, int pp, std::vector<LayerCost>& stages) {
-  double total = 0;
-  for (const auto& b : blocks) total += b.Time();
-  stages.assign(pp, LayerCost());
+// Splits per-layer costs (`total_s`: their times' sum) into p contiguous
+// stages with balanced time.
+std::vector<LayerCost> PartitionCnn(const std::vector<LayerCost>& blocks, double total_s, int pp) {
+  std::vector<LayerCost> stages(pp);
   int stage = 0;
   double acc = 0;
   int remaining_blocks = static_cast<int>(blocks.size());
   for (const auto& b : blocks) {
     int remaining_stages = pp - stage;
     bool must_advance = remaining_blocks <= remaining_stages - 1;
-    if (stage < pp - 1 && acc > 0 && (must_advance || acc + b.Time() / 2 > total * (stage + 1) / pp)) {
+    if (stage < pp - 1 && acc > 0 && (must_advance || acc + b.Time() / 2 > total_s * (stage + 1) / pp)) {
       ++stage;
     }
     stages[stage].Add(b, 1);
     acc += b.Time();
     --remaining_blocks;
   }
+  return stages;
 }
 
 // The per-layer costs of one plan: a transformer's dense and MoE layers,
@@ -393,9 +394,19 @@ void PartitionCnn(const std::vector<LayerCost>& blocks, int pp, std::vector<Laye
 struct LayerSet {
   LayerCost dense, moe, embedding, head;
   std::vector<LayerCost> blocks;
-  // One micro-batch through every layer: the stages' times sum to at least
-  // this, so the slowest stage takes at least total_s / p.
+  // One micro-batch through every layer (summed in order): the stages'
+  // times sum to at least this, so the slowest stage takes at least total_s / p.
   double total_s = 0;
+  // A CNN's blocks split into p stages (PartitionCnn), kept per p once
+  // asked: a search prices many plans of one layer set and p.
+  const std::vector<LayerCost>& Stages(int pp) const {
+    for (const auto& [q, stages] : partitions)
+      if (q == pp) return stages;
+    return partitions.emplace_back(pp, PartitionCnn(blocks, total_s, pp)).second;
+  }
+
+ private:
+  mutable std::vector<std::pair<int, std::vector<LayerCost>>> partitions;
 };
 
 LayerSet ComputeLayers(const Ctx& c) {
@@ -697,8 +708,8 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // alike) and the last stage; CNNs: every stage of the balanced partition.
   EstimateMemo::Impl* memo = req.memo ? req.memo->impl_.get() : nullptr;
   if (memo) memo->Bind(req, params_);
-  LayerSet own;
-  const LayerSet& layer_set = memo ? memo->Layers(c) : (own = ComputeLayers(c));
+  std::optional<LayerSet> own;
+  const LayerSet& layer_set = memo ? memo->Layers(c) : own.emplace(ComputeLayers(c));
   // Every term beyond the slowest stage's M micro-batches is >= 0, and the
   // slowest stage takes at least the mean: a plan whose M x (all layers / p)
   // already exceeds the caller's bound cannot come within it (nor, below,
@@ -715,7 +726,6 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
     return pruned_estimate();
   // Scratch kept between estimates (an estimate allocates nothing once warm).
   thread_local std::vector<Stage> stages;
-  thread_local std::vector<LayerCost> parts;
   thread_local std::vector<PipelineStageTime> times;
   thread_local std::vector<double> slack;
   stages.clear();
@@ -756,7 +766,7 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
       if (st.index == p.pp - 1) st.cost.Add(head, 1);
     }
   } else {
-    PartitionCnn(layer_set.blocks, p.pp, parts);
+    const std::vector<LayerCost>& parts = layer_set.Stages(p.pp);
     for (size_t i = 0; i < parts.size(); ++i) stages.push_back({parts[i], static_cast<int>(i), 1});
   }
 
@@ -914,13 +924,22 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
   // that time. (Stages stand for their kind: a middle stage is taken at
   // index 1, the least slack of the p-2 alike.)
   slack.assign(stages.size(), 0.0);
-  for (size_t i = 0; i < slack.size(); ++i) {
+  if (m.kind == ModelKind::kTransformer) {
+    for (size_t i = 0; i < slack.size(); ++i) {
+      double before = 0;
+      for (size_t j = 0; j < stages.size(); ++j)
+        if (stages[j].index < stages[i].index)
+          before += std::min(stages[j].copies, stages[i].index - stages[j].index) *
+                    (stages[j].cost.bwd_s + stages[j].cost.recompute_s + p2p / 2);
+      slack[i] = before / p.virtual_stages;
+    }
+  } else {
+    // A CNN's stages are each their own, in order: the same sums, running.
     double before = 0;
-    for (size_t j = 0; j < stages.size(); ++j)
-      if (stages[j].index < stages[i].index)
-        before += std::min(stages[j].copies, stages[i].index - stages[j].index) *
-                  (stages[j].cost.bwd_s + stages[j].cost.recompute_s + p2p / 2);
-    slack[i] = before / p.virtual_stages;
+    for (size_t i = 0; i < slack.size(); ++i) {
+      slack[i] = before / p.virtual_stages;
+      before += stages[i].cost.bwd_s + stages[i].cost.recompute_s + p2p / 2;
+    }
   }
   for (size_t si = 0; si < slack.size(); ++si) {
     const Stage& st = stages[si];
