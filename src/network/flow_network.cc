@@ -175,23 +175,27 @@ void FlowNetwork::Reshare() const {
 }
 
 double FlowNetwork::NextCompletion() const {
+  if (next_ >= 0 && !stale_) return next_;
   Fresh();
   double t = kNever;
   for (int i : active_) {
     const Flow& f = flows_[i];
     if (f.rate > 0) t = std::min(t, now_ + f.remaining / f.rate);
   }
+  next_ = t;
   return t;
 }
 
-std::vector<int> FlowNetwork::Advance(double until) {
+const std::vector<int>& FlowNetwork::Advance(double until) {
   double next = NextCompletion();
   double t = std::min(next, until);
-  std::vector<int> done;
+  std::vector<int>& done = done_;
+  done.clear();
   if (t == kNever) return done;
+  next_ = -1;
   double dt = t - now_;
-  std::vector<int> still;
-  still.reserve(active_.size());
+  std::vector<int>& still = spare_;
+  still.clear();
   for (int i : active_) {
     Flow& f = flows_[i];
     f.remaining -= f.rate * dt;

@@ -70,8 +70,8 @@ class FlowNetwork {
   // Time of the next completion at the current rates (kNever if none).
   double NextCompletion() const;
   // Advances to min(next completion, `until`); returns the flows that
-  // finished (in id order).
-  std::vector<int> Advance(double until = kNever);
+  // finished (in id order; valid until the next call).
+  const std::vector<int>& Advance(double until = kNever);
   // Advances until every flow has finished.
   void RunToCompletion();
 
@@ -98,6 +98,9 @@ class FlowNetwork {
   double now_ = 0;
   double overhead_ = 0;
   mutable bool stale_ = false;  // flows changed since the last Reshare
+  // NextCompletion's answer while nothing changed (-1: not known).
+  mutable double next_ = -1;
+  std::vector<int> done_, spare_;  // Advance's answer and scratch
   // Reshare's scratch.
   mutable std::vector<double> caps_, rates_;
   mutable std::vector<int> on_;

@@ -364,7 +364,7 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::v
       if (!x.comm && !x.queued) next_ready = std::min(next_ready, x.ready_at);
     double t = std::min(next_ready, net.NextCompletion());
     if (t == kInf) break;
-    std::vector<int> fin = net.Advance(t);
+    const std::vector<int>& fin = net.Advance(t);
     const double now = net.now();
     for (int f : fin) {
       int j = owner[f];

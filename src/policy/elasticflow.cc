@@ -305,6 +305,10 @@ class ElasticFlowPolicy : public BaselinePolicy {
     std::vector<std::optional<Levels>> levels;  // per GPU type, LevelsOn
     // The belief's rates asked so far: (type, GPUs, rate).
     std::vector<std::tuple<int, int, const JobRate*>> rates;
+    // The last step Gain priced (type, from, to) and its two rates: a job
+    // is offered the same step decision after decision.
+    int step_type = -1, step_from = 0, step_to = 0;
+    const JobRate* step_rates[2] = {nullptr, nullptr};
   };
 
   // `facts` with sizes, smallest and types set (TypesAtSmallestFit).
@@ -334,8 +338,15 @@ class ElasticFlowPolicy : public BaselinePolicy {
   // already holds `to` GPUs of that type.
   double Gain(const Snapshot& snap, int i, Facts& facts, int type, int from, int to) const {
     const JobView& job = *snap.jobs[i];
-    const JobRate& a = RateOf(facts, snap, *job.spec, type, from);
-    const JobRate& b = RateOf(facts, snap, *job.spec, type, to);
+    if (facts.step_type != type || facts.step_from != from || facts.step_to != to) {
+      facts.step_rates[0] = &RateOf(facts, snap, *job.spec, type, from);
+      facts.step_rates[1] = &RateOf(facts, snap, *job.spec, type, to);
+      facts.step_type = type;
+      facts.step_from = from;
+      facts.step_to = to;
+    }
+    const JobRate& a = *facts.step_rates[0];
+    const JobRate& b = *facts.step_rates[1];
     if (!a.fits || !b.fits) return 0;
     double gain = job.remaining_iterations() * (a.iteration_time_s - b.iteration_time_s) / (to - from);
     if (!job.alloc.empty() && job.alloc.type == type && job.alloc.gpus() >= to) gain *= 1 + hysteresis_;
