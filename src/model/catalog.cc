@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -202,8 +203,14 @@ auto ConvFields(const ConvOp& c) {
 
 // Catalog names and aliases; `canonical` as Canonical() makes it.
 const ModelSpec* FindBuiltin(const std::string& canonical) {
-  for (const auto& m : ModelCatalog())
-    if (ToLower(m.name) == canonical) return &m;
+  // The catalog by lower-case name (built once: simulators look models up
+  // by name for every estimate they miss).
+  static const std::unordered_map<std::string, const ModelSpec*> kByName = [] {
+    std::unordered_map<std::string, const ModelSpec*> index;
+    for (const auto& m : ModelCatalog()) index.emplace(ToLower(m.name), &m);  // the first of equal names
+    return index;
+  }();
+  if (auto it = kByName.find(canonical); it != kByName.end()) return it->second;
   // Friendly aliases.
   static const std::vector<std::pair<std::string, std::string>> kAliases = {
       {"gpt3", "gpt3-175b"},     {"gpt-3", "gpt3-175b"},     {"gpt-3-175b", "gpt3-175b"},

@@ -251,7 +251,7 @@ class ArenaPolicy : public Policy {
       counts.push_back(req);
     }
     int want = s.requested_gpu_type.empty() ? -1 : cluster.FindType(s.requested_gpu_type);
-    std::vector<Grid> out;
+    std::vector<RateQuery> shapes;
     for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
       if ((!p_.hetero || s.gpu_type_required) && want >= 0 && t != want) continue;
       if (!s.AllowsGpuType(cluster.TypeName(t))) continue;
@@ -263,10 +263,16 @@ class ArenaPolicy : public Policy {
         // too, is priced by where a grid of its size can expect to go, so a
         // decision stands when nothing changes.
         double share = p_.network ? load.ExpectedShare(t, nodes) : 1.0;
-        const JobRate& r = snap.belief->RateShared(s, t, g, nodes, share);
-        if (!r.fits || r.samples_per_s <= 0) continue;
-        out.push_back({t, g, nodes, r.samples_per_s, r.iteration_time_s});
+        shapes.push_back({&s, t, g, nodes, share});
       }
+    }
+    // A new job's grids are searched together (in parallel where the belief can).
+    snap.belief->Prefetch(shapes);
+    std::vector<Grid> out;
+    for (const RateQuery& q : shapes) {
+      const JobRate& r = snap.belief->RateShared(s, q.type, q.gpus, q.nodes, q.network_share);
+      if (!r.fits || r.samples_per_s <= 0) continue;
+      out.push_back({q.type, q.gpus, q.nodes, r.samples_per_s, r.iteration_time_s});
     }
     return out;
   }

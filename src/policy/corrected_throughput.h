@@ -67,6 +67,8 @@ class CorrectedThroughput : public ThroughputModel {
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override;
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
+  // Corrections apply when asked: the base's answers are what it prefetches.
+  void Prefetch(std::span<const RateQuery> queries) override { base_.Prefetch(queries); }
 
  private:
   // One job's factors by level.

@@ -317,11 +317,16 @@ std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, in
     }
     return types;
   }
-  std::vector<std::pair<double, int>> ranked;
+  std::vector<RateQuery> asked;
   for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
     if (cluster.types()[t].total_gpus < gpus || !spec.AllowsGpuType(cluster.TypeName(t))) continue;
-    const JobRate& r = snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus));
-    if (r.fits) ranked.push_back({r.iteration_time_s, t});
+    asked.push_back({&spec, t, gpus, MinNodes(cluster, t, gpus)});
+  }
+  snapshot.belief->Prefetch(asked);
+  std::vector<std::pair<double, int>> ranked;
+  for (const RateQuery& q : asked) {
+    const JobRate& r = snapshot.belief->Rate(spec, q.type, q.gpus, q.nodes);
+    if (r.fits) ranked.push_back({r.iteration_time_s, q.type});
   }
   std::sort(ranked.begin(), ranked.end());
   for (const auto& [time, t] : ranked) types.push_back(t);

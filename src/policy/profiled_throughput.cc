@@ -55,6 +55,13 @@ const JobRate& ProfiledThroughput::RateShared(const JobSpec& job, int type, int 
   return Profiled(*p, job, type, gpus, nodes, nodes > 1 ? share : 1.0);
 }
 
+void ProfiledThroughput::Prefetch(std::span<const RateQuery> queries) {
+  std::vector<RateQuery> base;
+  for (const RateQuery& q : queries)
+    if (Profile(q.job->model) == nullptr) base.push_back(q);
+  base_.Prefetch(base);
+}
+
 std::vector<PlanChoice> ProfiledThroughput::PlanSet(const JobSpec& job, int type, int gpus, int nodes,
                                                     int max_plans) {
   const ProfiledModel* p = Profile(job.model);

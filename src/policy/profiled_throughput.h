@@ -52,6 +52,8 @@ class ProfiledThroughput : public ThroughputModel {
   const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double network_share) override;
   // A profiled job: its one data-parallel plan (memory 0: not modelled).
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
+  // The base's questions: those of jobs whose models are not profiled.
+  void Prefetch(std::span<const RateQuery> queries) override;
 
  private:
   const ProfiledModel* Profile(const std::string& model);

@@ -1,10 +1,12 @@
 #include "policy/throughput.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <initializer_list>
 #include <map>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -75,8 +77,10 @@ struct EstimatorThroughput::Impl {
   PlanMode mode;
   PerfParams params;
   Estimator estimator{params};
-  // Layer costs shared by every search (the same models on many GPU counts).
+  // Layer costs shared by every search (the same models on many GPU counts),
+  // and by the searches Prefetch's helper thread runs.
   mutable EstimateMemo memo;
+  mutable EstimateMemo helper_memo;
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
   std::map<RateKey, std::optional<PlanChoice>> pipelines;  // gpus = stages
@@ -127,8 +131,10 @@ struct EstimatorThroughput::Impl {
     rate.network_s = std::clamp(comm(e.breakdown) - comm(fast.breakdown), rate.network_exposed_s, it);
   }
 
-  // The planner request for `job` on `gpus` GPUs of `type` over `nodes`.
-  PlanRequest Request(const ModelSpec& model, int type, int gpus, int nodes, double network_share) const {
+  // The planner request for `job` on `gpus` GPUs of `type` over `nodes`
+  // (layer costs shared through `layer_memo`, the belief's own by default).
+  PlanRequest Request(const ModelSpec& model, int type, int gpus, int nodes, double network_share,
+                      EstimateMemo* layer_memo = nullptr) const {
     const GpuTypeInfo& info = cluster.types()[type];
     PlanRequest req;
     req.model = &model;
@@ -139,7 +145,7 @@ struct EstimatorThroughput::Impl {
     req.gpus = gpus;
     req.precision = PrecisionOn(model, *info.gpu);
     req.top_k = 1;
-    req.memo = &memo;
+    req.memo = layer_memo != nullptr ? layer_memo : &memo;
     return req;
   }
 
@@ -201,14 +207,15 @@ struct EstimatorThroughput::Impl {
     return PlanChoice{e.plan, e.iteration_time_s, e.memory_gib_per_gpu};
   }
 
-  JobRate Compute(const JobSpec& job, int type, int gpus, int nodes, double network_share = 1.0) const {
+  JobRate Compute(const JobSpec& job, int type, int gpus, int nodes, double network_share = 1.0,
+                  EstimateMemo* layer_memo = nullptr) const {
     JobRate rate;
     auto model = FindModel(job.model);
     if (!model.ok()) {
       rate.reason = model.status().message();
       return rate;
     }
-    PlanRequest req = Request(**model, type, gpus, nodes, network_share);
+    PlanRequest req = Request(**model, type, gpus, nodes, network_share, layer_memo);
     // A global batch the data-parallel degree cannot split evenly is rounded
     // up to the next multiple of the GPU count; the rate is scaled back.
     int batch = std::max(1, job.global_batch);
@@ -263,6 +270,46 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
   ++misses_;
   RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
   return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes, share64 / 64.0)).first->second;
+}
+
+void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
+  static const unsigned cores = std::thread::hardware_concurrency();
+  if (cores < 2 || queries.size() < 2) return;
+  // The questions RateShared would compute, each once, in order, with the
+  // key and network share it uses.
+  struct Todo {
+    RateKey key;
+    const RateQuery* q;
+    double share;
+  };
+  std::vector<Todo> todo;
+  for (const RateQuery& q : queries) {
+    int share64 = std::clamp(static_cast<int>(std::lround(q.network_share * 64)), 1, 64);
+    if (share64 == 64 || q.nodes <= 1) share64 = 64;
+    RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+    if (impl_->cache.find(view) != impl_->cache.end()) continue;
+    RateKey key{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+    if (std::any_of(todo.begin(), todo.end(), [&](const Todo& t) { return t.key == key; })) continue;
+    todo.push_back({std::move(key), &q, share64 / 64.0});
+  }
+  if (todo.size() < 2) return;
+  // Two threads take the next question in turn; each answer depends on its
+  // question alone, so which thread searched it changes nothing.
+  std::vector<JobRate> answers(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&](EstimateMemo* layer_memo) {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      const RateQuery& q = *todo[i].q;
+      answers[i] = impl_->Compute(*q.job, q.type, q.gpus, q.nodes, todo[i].share, layer_memo);
+    }
+  };
+  std::thread helper(work, &impl_->helper_memo);
+  work(nullptr);
+  helper.join();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    ++misses_;
+    impl_->cache.emplace(std::move(todo[i].key), std::move(answers[i]));
+  }
 }
 
 std::vector<PlanChoice> EstimatorThroughput::PlanSet(const JobSpec& job, int type, int gpus, int nodes,

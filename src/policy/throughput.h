@@ -6,11 +6,13 @@
 //
 // Not thread-safe: implementations memoise answers. Answers must be a pure
 // function of (job model, global batch, GPU type, GPUs, nodes): the same
-// question always gets the same answer.
+// question always gets the same answer. (EstimatorThroughput::Prefetch may
+// compute answers on a second thread of its own; they are the same.)
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,6 +48,13 @@ struct PlanChoice {
   ParallelPlan plan;
   double iteration_time_s = 0;
   double memory_gib_per_gpu = 0;  // 0 when the source does not model memory
+};
+
+// A RateShared question a caller is about to ask (ThroughputModel::Prefetch).
+struct RateQuery {
+  const JobSpec* job = nullptr;
+  int type = 0, gpus = 0, nodes = 0;
+  double network_share = 1.0;
 };
 
 // How a job chooses its parallelism plan on an allocation.
@@ -102,6 +111,11 @@ class ThroughputModel {
   // across calls while it stays the same. Models whose answers never change
   // return 0; decorators include the model they wrap.
   virtual uint64_t version() const { return 0; }
+  // The RateShared questions the caller is about to ask, all of them: a
+  // model may compute the answers it does not hold at once (in parallel).
+  // The answers, and the models' counts, are the same as asking one by one.
+  // Default: nothing (each is computed when asked).
+  virtual void Prefetch(std::span<const RateQuery> queries) { (void)queries; }
 };
 
 // The analytical estimator behind the planner (src/perf, src/plan).
@@ -117,6 +131,10 @@ class EstimatorThroughput : public ThroughputModel {
   // The planner's best plan with p, d, t and the interleaving fixed, at the
   // job's global batch (memoised).
   std::optional<PlanChoice> PipelinePlan(const JobSpec& job, int type, int stages, int nodes) override;
+  // Searches the questions not yet answered on two threads (this one and a
+  // helper with its own layer-cost memo) when there are two or more and
+  // the machine has a second core: a new job's grids are many searches.
+  void Prefetch(std::span<const RateQuery> queries) override;
   // Estimates made so far (cache misses), for reports and benchmarks.
   int64_t estimates() const { return misses_; }
 

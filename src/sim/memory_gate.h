@@ -40,6 +40,8 @@ class RefusalCounter : public ThroughputModel {
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override {
     return base_.PlanSet(job, type, gpus, nodes, max_plans);
   }
+  // Counted when asked (RateShared), as before.
+  void Prefetch(std::span<const RateQuery> queries) override { base_.Prefetch(queries); }
   int64_t refusals() const { return static_cast<int64_t>(shapes_.size()); }
   int64_t jobs_refused() const { return static_cast<int64_t>(jobs_.size()); }
 
