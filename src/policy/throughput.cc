@@ -70,6 +70,12 @@ Precision PrecisionOn(const ModelSpec& model, const GpuSpec& gpu) {
   return Precision::kFp16;
 }
 
+// Cores the machine has (std::thread's count, read once).
+unsigned Cores() {
+  static const unsigned cores = std::thread::hardware_concurrency();
+  return cores;
+}
+
 }  // namespace
 
 struct EstimatorThroughput::Impl {
@@ -159,16 +165,33 @@ struct EstimatorThroughput::Impl {
     PlanRequest req = Request(**model, type, gpus, nodes, 1.0);
     req.mode = SearchMode::kGrid;
     req.top_k = std::max(1, max_plans);
+    // One grid search per stage count, on two threads where the machine
+    // has them (each its own layer memo), merged in stage-count order.
     auto search = [&](int batch) {
-      std::vector<Estimate> all;
-      for (int p = 1; p <= gpus && p <= (*model)->NumLayers(); p *= 2) {
-        if (gpus % p != 0) continue;
-        PlanRequest r = req;
-        r.pp = p;
-        r.global_batch = batch;
-        auto result = SearchPlans(estimator, r);
-        if (result.ok()) all.insert(all.end(), result->plans.begin(), result->plans.end());
+      std::vector<int> stages;
+      for (int p = 1; p <= gpus && p <= (*model)->NumLayers(); p *= 2)
+        if (gpus % p == 0) stages.push_back(p);
+      std::vector<std::vector<Estimate>> found(stages.size());
+      std::atomic<size_t> next{0};
+      auto work = [&](EstimateMemo* layer_memo) {
+        for (size_t i; (i = next.fetch_add(1)) < stages.size();) {
+          PlanRequest r = req;
+          r.pp = stages[i];
+          r.global_batch = batch;
+          r.memo = layer_memo;
+          auto result = SearchPlans(estimator, r);
+          if (result.ok()) found[i] = std::move(result->plans);
+        }
+      };
+      if (stages.size() >= 2 && Cores() >= 2) {
+        std::thread helper(work, &helper_memo);
+        work(&memo);
+        helper.join();
+      } else {
+        work(&memo);
       }
+      std::vector<Estimate> all;
+      for (auto& f : found) all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
       return all;
     };
     int batch = std::max(1, job.global_batch);
@@ -273,8 +296,7 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
 }
 
 void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
-  static const unsigned cores = std::thread::hardware_concurrency();
-  if (cores < 2 || queries.size() < 2) return;
+  if (Cores() < 2 || queries.size() < 2) return;
   // The questions RateShared would compute, each once, in order, with the
   // key and network share it uses.
   struct Todo {

@@ -32,11 +32,16 @@ class ArenaDbThroughput : public ThroughputModel {
 
   std::string_view name() const override { return "arena-db"; }
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
+  // The fallback's questions: the shapes the database does not hold.
+  void Prefetch(std::span<const RateQuery> queries) override;
   int64_t measured_answers() const { return measured_; }
   int64_t fallback_answers() const { return fallbacks_; }
 
  private:
   ArenaDbThroughput(const Cluster& cluster, ThroughputModel& fallback) : cluster_(cluster), fallback_(fallback) {}
+  // The database's seconds for the shape (<= 0: measured out of memory);
+  // nullptr when it has none.
+  const double* Measured(const JobSpec& job, int type, int gpus, int nodes) const;
 
   // (model key "bert_1.3B_128", GPU, hosts, GPUs per host) -> seconds.
   using Key = std::tuple<std::string, const GpuSpec*, int, int>;

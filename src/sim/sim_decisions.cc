@@ -69,6 +69,12 @@ Status SimBackend::Impl::Apply(const Decision& d) {
     ++j.version;
     if (!alloc.empty()) grants.push_back({idx, &alloc});
   }
+  // The truth's answers for the new allocations, searched together where
+  // the truth is an estimator.
+  std::vector<RateQuery> asked;
+  for (const auto& [idx, alloc] : grants)
+    if (app[idx] == nullptr) asked.push_back({jobs[idx].view.spec, alloc->type, alloc->gpus(), alloc->nodes()});
+  truth.Prefetch(asked);
   std::unordered_map<int, const std::vector<PlanChoice>*> plan_sets;
   if (log != nullptr)
     for (const auto& [idx, set] : d.plans) plan_sets[idx] = &set;

@@ -1,0 +1,114 @@
+#include "policy/throughput.h"
+
+#include <gtest/gtest.h>
+
+#include "model/catalog.h"
+#include "plan/planner.h"
+#include "policy/placement.h"
+
+namespace tessel {
+namespace {
+
+JobSpec Job(const std::string& id, const std::string& model, int batch) {
+  JobSpec j;
+  j.id = id;
+  j.model = model;
+  j.global_batch = batch;
+  j.iterations = 100;
+  return j;
+}
+
+void ExpectSameRate(const JobRate& a, const JobRate& b, const std::string& what) {
+  EXPECT_EQ(a.fits, b.fits) << what;
+  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s) << what;  // bit for bit
+  EXPECT_EQ(a.samples_per_s, b.samples_per_s) << what;
+  EXPECT_EQ(a.tokens_per_s, b.tokens_per_s) << what;
+  EXPECT_EQ(a.network_s, b.network_s) << what;
+  EXPECT_EQ(a.network_exposed_s, b.network_exposed_s) << what;
+  EXPECT_EQ(a.plan.ToString(), b.plan.ToString()) << what;
+  EXPECT_EQ(a.reason, b.reason) << what;
+}
+
+// Prefetch searches a batch of questions on two threads (where the machine
+// has two cores): the answers and the count of estimates must be those of
+// asking one by one, for shapes that fit and that do not, on one node and
+// several, at full and at a reduced network share, with repeats.
+TEST(EstimatorThroughput, PrefetchGivesTheAnswersAskingOneByOneGives) {
+  const Cluster cluster = LoadCluster("arena-1280").value();
+  const std::vector<JobSpec> jobs = {Job("a", "bert__2.6B", 256), Job("b", "wide_resnet__4B", 256),
+                                     Job("c", "moe__1.3B", 128)};
+  std::vector<RateQuery> queries;
+  for (const JobSpec& j : jobs)
+    for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type)
+      for (int gpus : {1, 4, 16, 64}) {
+        const int nodes = MinNodes(cluster, type, gpus);
+        queries.push_back({&j, type, gpus, nodes, 1.0});
+        if (nodes > 1) queries.push_back({&j, type, gpus, nodes, 0.5});
+      }
+  queries.push_back(queries.front());  // asked twice: searched once
+  for (PlanMode mode : {PlanMode::kBest, PlanMode::kDataParallel}) {
+    EstimatorThroughput prefetched(cluster, mode), alone(cluster, mode);
+    prefetched.Prefetch(queries);
+    for (const RateQuery& q : queries) {
+      const std::string what = q.job->model + " type " + std::to_string(q.type) + " x" + std::to_string(q.gpus) +
+                               " share " + std::to_string(q.network_share);
+      ExpectSameRate(prefetched.RateShared(*q.job, q.type, q.gpus, q.nodes, q.network_share),
+                     alone.RateShared(*q.job, q.type, q.gpus, q.nodes, q.network_share), what);
+    }
+    EXPECT_EQ(prefetched.estimates(), alone.estimates());
+  }
+}
+
+// PlanSet's grid searches (one per stage count, on two threads where the
+// machine has them) merged as the serial searches are: fastest first, each
+// later plan leaner.
+TEST(EstimatorThroughput, PlanSetEqualsTheSerialGridSearches) {
+  const Cluster cluster = LoadCluster("arena-1280").value();
+  const JobSpec job = Job("a", "bert__2.6B", 256);
+  const ModelSpec& model = **FindModel(job.model);
+  for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
+    const int gpus = 16, nodes = MinNodes(cluster, type, gpus);
+    EstimatorThroughput belief(cluster, PlanMode::kBest);
+    std::vector<PlanChoice> set = belief.PlanSet(job, type, gpus, nodes, 8);
+    // The serial reference: each stage count's grid, in order, then sorted
+    // stably by time and memory and thinned to a Pareto set.
+    const GpuTypeInfo& info = cluster.types()[type];
+    std::vector<Estimate> all;
+    Estimator estimator;
+    for (int p = 1; p <= gpus && p <= model.NumLayers(); p *= 2) {
+      PlanRequest r;
+      r.model = &model;
+      r.topology = info.topology;
+      r.topology.gpus_per_node = (gpus + nodes - 1) / nodes;
+      r.gpus = gpus;
+      r.global_batch = job.global_batch;
+      r.precision = info.gpu->PeakTflops(model.default_precision) > 0 ? model.default_precision : Precision::kFp16;
+      r.mode = SearchMode::kGrid;
+      r.top_k = 8;
+      r.pp = p;
+      auto found = SearchPlans(estimator, r);
+      ASSERT_TRUE(found.ok());
+      all.insert(all.end(), found->plans.begin(), found->plans.end());
+    }
+    std::stable_sort(all.begin(), all.end(), [](const Estimate& a, const Estimate& b) {
+      if (a.iteration_time_s != b.iteration_time_s) return a.iteration_time_s < b.iteration_time_s;
+      return a.memory_gib_per_gpu < b.memory_gib_per_gpu;
+    });
+    std::vector<PlanChoice> want;
+    for (const Estimate& e : all) {
+      if (!want.empty() && e.memory_gib_per_gpu >= want.back().memory_gib_per_gpu - 1e-9) continue;
+      want.push_back({e.plan, e.iteration_time_s, e.memory_gib_per_gpu});
+      if (want.size() == 8) break;
+    }
+    ASSERT_EQ(set.size(), want.size()) << "type " << type;
+    ASSERT_FALSE(set.empty()) << "type " << type;
+    for (size_t i = 0; i < set.size(); ++i) {
+      EXPECT_EQ(set[i].plan.ToString(), want[i].plan.ToString()) << "type " << type << " plan " << i;
+      EXPECT_EQ(set[i].iteration_time_s, want[i].iteration_time_s) << "type " << type << " plan " << i;
+      EXPECT_EQ(set[i].memory_gib_per_gpu, want[i].memory_gib_per_gpu) << "type " << type << " plan " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessel
