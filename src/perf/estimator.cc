@@ -508,7 +508,7 @@ struct EstimateMemo::Impl {
   // estimator's parameters, the model and the GPU.
   using ScopeKey = std::tuple<const PerfParams*, const ModelSpec*, const GpuSpec*>;
   // ... and of the plan: framework, t, micro-batch, expert parallelism,
-  // recompute, precision, d where the framework synchronises a CNN's
+  // recompute (a CNN's selective as none), precision, d where the framework synchronises a CNN's
   // BatchNorm (else 0), and, where a layer has collectives (t > 1, experts
   // spread, BatchNorm synchronised), the node (GPUs, link), the network and
   // the GPUs per node the job uses (else 0): not the GPU count otherwise.
@@ -545,17 +545,41 @@ struct EstimateMemo::Impl {
     scope_key = key;
   }
 
+  // The first of `params`' frameworks whose CNN layer costs equal `fw`'s
+  // (CnnBlockCost and ComputeModel read of a framework, for a CNN, only
+  // kernel_efficiency, native_kernels and global_batch_norm), else `fw`.
+  std::unordered_map<const FrameworkProfile*, const FrameworkProfile*> cnn_alike;
+  const FrameworkProfile* CnnAlike(const FrameworkProfile& fw, const PerfParams& params) {
+    auto [it, added] = cnn_alike.try_emplace(&fw, &fw);
+    if (added) {
+      for (const FrameworkProfile& f : params.frameworks) {
+        if (f.kernel_efficiency == fw.kernel_efficiency && f.native_kernels == fw.native_kernels &&
+            f.global_batch_norm == fw.global_batch_norm) {
+          it->second = &f;
+          break;
+        }
+      }
+    }
+    return it->second;
+  }
+
   const LayerSet& Layers(const Ctx& c) {
     const ParallelPlan& p = c.plan;
     const ModelSpec& m = *c.req.model;
     const bool bn_sync = m.kind == ModelKind::kCnn && c.fw.global_batch_norm;
     const bool grouped = p.tp > 1 || (m.kind == ModelKind::kTransformer && m.tf.IsMoe() && p.ep > 1) ||
                          (bn_sync && p.dp > 1);
-    Key key{&c.fw,
+    // A CNN block recomputes all or nothing (CnnBlockCost): selective
+    // recompute's layer costs are those of none. And its costs read of the
+    // framework only its kernels' efficiency and whether it synchronises
+    // BatchNorm: frameworks alike in those share layer sets.
+    const bool cnn = m.kind == ModelKind::kCnn;
+    const Recompute recompute = cnn && p.recompute == Recompute::kSelective ? Recompute::kNone : p.recompute;
+    Key key{cnn ? CnnAlike(c.fw, c.params) : &c.fw,
             p.tp,
             p.micro_batch,
             p.ep,
-            static_cast<int>(p.recompute),
+            static_cast<int>(recompute),
             static_cast<int>(p.precision),
             bn_sync ? p.dp : 0,
             grouped ? c.gpn : 0,

@@ -647,8 +647,9 @@ TEST(Estimator, MemoGivesTheSameEstimates) {
         for (double gbps : {25.0, 200.0}) {
           for (int t : {1, 2}) {
             for (int p : {1, 2, 8}) {
-              for (Recompute rc : {Recompute::kNone, Recompute::kFull}) {
+              for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
                 for (int mb : {1, 4}) {
+                 for (int zero : {0, 1, 3}) {  // the default framework changes with ZeRO (and p)
                   EstimateRequest r;
                   r.model = &m;
                   r.topology = *MakeTopology(**FindGpu(gpu), gpn, gbps);
@@ -660,6 +661,7 @@ TEST(Estimator, MemoGivesTheSameEstimates) {
                   r.plan.micro_batch = mb;
                   r.plan.num_micro_batches = 64 / r.plan.dp / mb;
                   r.plan.recompute = rc;
+                  r.plan.zero = zero;
                   r.plan.ep = m.kind == ModelKind::kTransformer && m.tf.IsMoe() ? 2 : 1;
                   r.plan.precision = (*FindGpu(gpu))->PeakTflops(m.default_precision) > 0 ? m.default_precision
                                                                                           : Precision::kFp16;
@@ -682,6 +684,7 @@ TEST(Estimator, MemoGivesTheSameEstimates) {
                     EXPECT_EQ(e->memory.activations_gib, alone.memory.activations_gib);
                   }
                   ++compared;
+                 }
                 }
               }
             }
@@ -690,7 +693,7 @@ TEST(Estimator, MemoGivesTheSameEstimates) {
       }
     }
   }
-  EXPECT_GT(compared, 300);
+  EXPECT_GT(compared, 900);
 }
 
 // A bound above every plan prunes nothing; one below the plan's own time

@@ -6,10 +6,10 @@
 #include <initializer_list>
 #include <map>
 #include <string_view>
-#include <thread>
 #include <tuple>
 #include <unordered_map>
 
+#include "core/helper_thread.h"
 #include "model/catalog.h"
 #include "plan/planner.h"
 
@@ -70,12 +70,6 @@ Precision PrecisionOn(const ModelSpec& model, const GpuSpec& gpu) {
   return Precision::kFp16;
 }
 
-// Cores the machine has (std::thread's count, read once).
-unsigned Cores() {
-  static const unsigned cores = std::thread::hardware_concurrency();
-  return cores;
-}
-
 }  // namespace
 
 struct EstimatorThroughput::Impl {
@@ -87,6 +81,14 @@ struct EstimatorThroughput::Impl {
   // and by the searches Prefetch's helper thread runs.
   mutable EstimateMemo memo;
   mutable EstimateMemo helper_memo;
+  // The second thread (started on first use, where the machine has a
+  // second core): Prefetch's and PlanSet's other searches.
+  mutable std::unique_ptr<HelperThread> helper_thread;
+  HelperThread* Helper() const {
+    if (!HelperThread::Useful()) return nullptr;
+    if (!helper_thread) helper_thread = std::make_unique<HelperThread>();
+    return helper_thread.get();
+  }
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
   std::map<RateKey, std::optional<PlanChoice>> pipelines;  // gpus = stages
@@ -183,10 +185,10 @@ struct EstimatorThroughput::Impl {
           if (result.ok()) found[i] = std::move(result->plans);
         }
       };
-      if (stages.size() >= 2 && Cores() >= 2) {
-        std::thread helper(work, &helper_memo);
+      if (HelperThread* helper = stages.size() >= 2 ? Helper() : nullptr) {
+        helper->Start([&] { work(&helper_memo); });
         work(&memo);
-        helper.join();
+        helper->Wait();
       } else {
         work(&memo);
       }
@@ -296,7 +298,8 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
 }
 
 void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
-  if (Cores() < 2 || queries.size() < 2) return;
+  HelperThread* helper = queries.size() >= 2 ? impl_->Helper() : nullptr;
+  if (helper == nullptr) return;
   // The questions RateShared would compute, each once, in order, with the
   // key and network share it uses.
   struct Todo {
@@ -325,9 +328,9 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
       answers[i] = impl_->Compute(*q.job, q.type, q.gpus, q.nodes, todo[i].share, layer_memo);
     }
   };
-  std::thread helper(work, &impl_->helper_memo);
-  work(nullptr);
-  helper.join();
+  helper->Start([&] { work(&impl_->helper_memo); });
+  work(&impl_->memo);
+  helper->Wait();
   for (size_t i = 0; i < todo.size(); ++i) {
     ++misses_;
     impl_->cache.emplace(std::move(todo[i].key), std::move(answers[i]));
