@@ -877,6 +877,20 @@ Estimate Estimator::RunUnchecked(const EstimateRequest& req) const {
                           lc.bwd_s + lc.recompute_s + lc.tp_bwd_s + lc.ep_s / 2 + p2p / 2};
       times.insert(times.end(), st.copies, t);
     }
+    if (req.prune_above > 0) {
+      // Stage i can start only once micro-batch 0 has gone forward through
+      // the stages before it, is then busy M (forward + backward), and its
+      // last backward still has to go back through them: the schedule takes
+      // at least max_i [sum_{j<i} (f_j + b_j) / v + M (f_i + b_i)] (each op
+      // of an interleaved chunk costs 1/v). Where the schedule cannot be
+      // placed the closed form stands, so the bound is the smaller of the two.
+      double before = 0, bound = 0;
+      for (const PipelineStageTime& t : times) {
+        bound = std::max(bound, before / p.virtual_stages + M * (t.fwd_s + t.bwd_s));
+        before += t.fwd_s + t.bwd_s;
+      }
+      if (std::min(bound, pipe) + params_.iteration_overhead_s > req.prune_above) return pruned_estimate();
+    }
     double scheduled = PipelineIterationTime(times, p.num_micro_batches, p.virtual_stages);
     if (scheduled > 0) pipe = scheduled;
   }
