@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace tessel {
 
@@ -121,26 +122,44 @@ Result<int> FlowNetwork::AddFlow(std::vector<int> links, double bytes) {
 }
 
 Result<std::vector<int>> FlowNetwork::AddFlows(std::vector<std::vector<int>> paths, double bytes) {
+  std::vector<int> ids;
+  TESSEL_RETURN_IF_ERROR(AddFlows(paths, bytes, &ids));
+  return ids;
+}
+
+size_t FlowNetwork::RouteHash::operator()(const std::vector<int>& v) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the link ids
+  for (int x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
+Status FlowNetwork::AddFlows(const std::vector<std::vector<int>>& paths, double bytes, std::vector<int>* ids) {
+  ids->clear();
   if (!(bytes > 0) || !std::isfinite(bytes)) return InvalidArgument("flow: bytes must be a positive number");
   for (const auto& links : paths) {
     if (links.empty()) return InvalidArgument("flow: a transfer crosses at least one link");
     for (int l : links)
       if (l < 0 || l >= static_cast<int>(links_.size())) return InvalidArgument("flow: no link " + std::to_string(l));
   }
-  std::vector<int> ids;
-  for (auto& links : paths) {
-    std::sort(links.begin(), links.end());
-    links.erase(std::unique(links.begin(), links.end()), links.end());
+  for (const auto& links : paths) {
+    path_.assign(links.begin(), links.end());
+    std::sort(path_.begin(), path_.end());
+    path_.erase(std::unique(path_.begin(), path_.end()), path_.end());
+    auto it = route_of_.find(path_);
+    if (it == route_of_.end()) {
+      it = route_of_.emplace(path_, static_cast<int>(routes_.size())).first;
+      routes_.push_back(path_);
+    }
     Flow f;
-    f.links = std::move(links);
+    f.route = it->second;
     f.bytes = f.remaining = bytes;
     f.start = now_;
-    flows_.push_back(std::move(f));
-    ids.push_back(static_cast<int>(flows_.size()) - 1);
-    active_.push_back(ids.back());
+    flows_.push_back(f);
+    ids->push_back(static_cast<int>(flows_.size()) - 1);
+    active_.push_back(ids->back());
   }
   stale_ = true;
-  return ids;
+  return Status::Ok();
 }
 
 double FlowNetwork::Rate(int flow) const {
@@ -165,11 +184,12 @@ void FlowNetwork::Reshare() const {
   if (overhead_ > 0) {
     on_.assign(links_.size(), 0);
     for (int f : active_)
-      for (int l : flows_[f].links) on_[l]++;
+      for (int l : routes_[flows_[f].route]) on_[l]++;
     for (size_t l = 0; l < links_.size(); ++l)
       if (on_[l] >= 2) caps_[l] /= 1.0 + overhead_ * (on_[l] - 1) / on_[l];
   }
-  FillMaxMin(caps_, active_.size(), [&](size_t i) -> const std::vector<int>& { return flows_[active_[i]].links; },
+  FillMaxMin(caps_, active_.size(),
+             [&](size_t i) -> const std::vector<int>& { return routes_[flows_[active_[i]].route]; },
              rates_, fill_);
   for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = rates_[i];
 }

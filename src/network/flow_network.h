@@ -14,6 +14,7 @@
 
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -45,6 +46,9 @@ class FlowNetwork {
   Result<int> AddFlow(std::vector<int> links, double bytes);
   // Several transfers of `bytes` each starting now (rates re-shared once).
   Result<std::vector<int>> AddFlows(std::vector<std::vector<int>> paths, double bytes);
+  // The same, their ids into `ids` (replaced): nothing allocated once the
+  // network has seen these paths (a periodic job's ring, iteration after iteration).
+  Status AddFlows(const std::vector<std::vector<int>>& paths, double bytes, std::vector<int>* ids);
 
   double now() const { return now_; }
   // Current max-min rate of an active flow (0 once finished).
@@ -57,7 +61,7 @@ class FlowNetwork {
   int num_links() const { return static_cast<int>(links_.size()); }
   const std::string& link_name(int link) const { return links_[link].name; }
   double capacity(int link) const { return links_[link].capacity; }
-  const std::vector<int>& links_of(int flow) const { return flows_[flow].links; }
+  const std::vector<int>& links_of(int flow) const { return routes_[flows_[flow].route]; }
 
   // Wang et al.'s contention model: k transfers on one link each move a
   // byte in k*beta + (k-1)*eta seconds (beta: the link's seconds per byte
@@ -81,7 +85,7 @@ class FlowNetwork {
     double capacity;
   };
   struct Flow {
-    std::vector<int> links;
+    int route;  // its links: routes_[route]
     double bytes, remaining;
     mutable double rate = 0;  // Reshare's, when the flows last changed
     double start, finish = kNever;
@@ -94,6 +98,13 @@ class FlowNetwork {
 
   std::vector<Link> links_;
   std::vector<Flow> flows_;
+  // Each distinct link list (ascending, no repeats) once: flows refer to it.
+  struct RouteHash {
+    size_t operator()(const std::vector<int>& v) const;
+  };
+  std::vector<std::vector<int>> routes_;
+  std::unordered_map<std::vector<int>, int, RouteHash> route_of_;
+  std::vector<int> path_;  // AddFlows' scratch
   std::vector<int> active_;  // ids of unfinished flows, ascending
   double now_ = 0;
   double overhead_ = 0;

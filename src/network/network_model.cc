@@ -269,6 +269,7 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::v
       shares[a][b] = shares[b][a] = !both.empty();
     }
   std::vector<int> owner;              // flow -> job
+  std::vector<int> ids;                // a start's flows
   std::vector<int> queue;              // waiting transfers, FIFO
 
   auto start = [&](int j) {
@@ -280,8 +281,8 @@ std::vector<double> NetworkModel::Periodic(std::span<const CommJob> jobs, std::v
     // Ring hops join two different nodes, so no path is empty; jobs
     // without traffic never start one (the event loop finishes them).
     if (x.bytes > 0 && !x.paths.empty()) {
-      Result<std::vector<int>> ids = net.AddFlows(x.paths, x.bytes);
-      for (int f : *ids) {
+      (void)net.AddFlows(x.paths, x.bytes, &ids);  // paths of the fabric's links, bytes > 0
+      for (int f : ids) {
         if (f >= static_cast<int>(owner.size())) owner.resize(f + 1, -1);
         owner[f] = j;
         x.flows.push_back(f);
