@@ -549,7 +549,9 @@ struct EstimateMemo::Impl {
   // (CnnBlockCost and ComputeModel read of a framework, for a CNN, only
   // kernel_efficiency, native_kernels and global_batch_norm), else `fw`.
   std::unordered_map<const FrameworkProfile*, const FrameworkProfile*> cnn_alike;
+  std::pair<const FrameworkProfile*, const FrameworkProfile*> last_alike{nullptr, nullptr};
   const FrameworkProfile* CnnAlike(const FrameworkProfile& fw, const PerfParams& params) {
+    if (last_alike.first == &fw) return last_alike.second;
     auto [it, added] = cnn_alike.try_emplace(&fw, &fw);
     if (added) {
       for (const FrameworkProfile& f : params.frameworks) {
@@ -560,6 +562,7 @@ struct EstimateMemo::Impl {
         }
       }
     }
+    last_alike = {&fw, it->second};
     return it->second;
   }
 
