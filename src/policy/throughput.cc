@@ -318,12 +318,17 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
     todo.push_back({std::move(key), &q, share64 / 64.0});
   }
   if (todo.size() < 2) return;
-  // Two threads take the next question in turn; each answer depends on its
-  // question alone, so which thread searched it changes nothing.
+  // Two threads take the next question in turn, the largest (most GPUs,
+  // the longest searches) first so that they finish together; each answer
+  // depends on its question alone, so which thread searched it changes nothing.
+  std::vector<size_t> order(todo.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return todo[a].q->gpus > todo[b].q->gpus; });
   std::vector<JobRate> answers(todo.size());
   std::atomic<size_t> next{0};
   auto work = [&](EstimateMemo* layer_memo) {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+      const size_t i = order[k];
       const RateQuery& q = *todo[i].q;
       answers[i] = impl_->Compute(*q.job, q.type, q.gpus, q.nodes, todo[i].share, layer_memo);
     }
