@@ -4,6 +4,7 @@
 // Run: build/tessel_bench (or scripts/bench.sh).
 #include <benchmark/benchmark.h>
 
+#include "core/helper_thread.h"
 #include "model/catalog.h"
 #include "perf/estimator.h"
 #include "plan/planner.h"
@@ -132,6 +133,17 @@ void BM_PlanBestArenaCnn(benchmark::State& state) {
   RunPlanBench(state, req);
 }
 BENCHMARK(BM_PlanBestArenaCnn)->ArgsProduct({{1, 8, 32, 64}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
+// One hand-over to HelperThread and back (Start + Wait of an empty piece):
+// what splitting work between two threads costs (helper_thread.h).
+void BM_HelperThreadHandOver(benchmark::State& state) {
+  HelperThread helper;
+  for (auto _ : state) {
+    helper.Start([] {});
+    helper.Wait();
+  }
+}
+BENCHMARK(BM_HelperThreadHandOver)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessel

@@ -2,9 +2,8 @@
 // owner's: Start hands it the work, Wait returns once it is done. The
 // thread is started once; between pieces it spins a little (then sleeps),
 // and Wait spins a little (then sleeps), so a hand-over costs about a
-// microsecond rather than a thread start or two futex wake-ups (25-45 µs
-// on this project's machines): work of a few tens of microseconds is worth
-// splitting. Used by the estimator's belief (policy/throughput.h) to search
+// microsecond (BM_HelperThreadHandOver) rather than a thread start or two
+// futex wake-ups: work of a few tens of microseconds is worth splitting. Used by the estimator's belief (policy/throughput.h) to search
 // plans on two cores; answers never depend on which thread computed them.
 // One owner thread only; not reentrant (work must not Start it again).
 #pragma once

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <string_view>
@@ -63,6 +64,13 @@ struct RateKeyEqual {
   bool operator()(const RateKey& a, const RateKeyView& b) const { return (*this)(b, a); }
 };
 
+// The network share RateShared answers for, in 64ths: rounded, and whole
+// (64) on one node, where the job crosses no network.
+int Share64(double network_share, int nodes) {
+  int share64 = std::clamp(static_cast<int>(std::lround(network_share * 64)), 1, 64);
+  return nodes <= 1 ? 64 : share64;
+}
+
 // The precision a job trains in on `gpu`: the model's own, or fp16 where
 // the GPU lacks it (bf16 before Ampere), as frameworks fall back.
 Precision PrecisionOn(const ModelSpec& model, const GpuSpec& gpu) {
@@ -88,6 +96,19 @@ struct EstimatorThroughput::Impl {
     if (!HelperThread::Useful()) return nullptr;
     if (!helper_thread) helper_thread = std::make_unique<HelperThread>();
     return helper_thread.get();
+  }
+  // Runs work(0 .. n-1, memo) with each item taken in turn by this thread
+  // (the belief's memo) and, for two or more where the machine has a second
+  // core, the helper (its own memo). Answers must depend on the item alone.
+  void Split(size_t n, const std::function<void(size_t, EstimateMemo*)>& work) const {
+    std::atomic<size_t> next{0};
+    auto take = [&](EstimateMemo* layer_memo) {
+      for (size_t i; (i = next.fetch_add(1)) < n;) work(i, layer_memo);
+    };
+    HelperThread* helper = n >= 2 ? Helper() : nullptr;
+    if (helper != nullptr) helper->Start([&] { take(&helper_memo); });
+    take(&memo);
+    if (helper != nullptr) helper->Wait();
   }
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
@@ -174,24 +195,14 @@ struct EstimatorThroughput::Impl {
       for (int p = 1; p <= gpus && p <= (*model)->NumLayers(); p *= 2)
         if (gpus % p == 0) stages.push_back(p);
       std::vector<std::vector<Estimate>> found(stages.size());
-      std::atomic<size_t> next{0};
-      auto work = [&](EstimateMemo* layer_memo) {
-        for (size_t i; (i = next.fetch_add(1)) < stages.size();) {
-          PlanRequest r = req;
-          r.pp = stages[i];
-          r.global_batch = batch;
-          r.memo = layer_memo;
-          auto result = SearchPlans(estimator, r);
-          if (result.ok()) found[i] = std::move(result->plans);
-        }
-      };
-      if (HelperThread* helper = stages.size() >= 2 ? Helper() : nullptr) {
-        helper->Start([&] { work(&helper_memo); });
-        work(&memo);
-        helper->Wait();
-      } else {
-        work(&memo);
-      }
+      Split(stages.size(), [&](size_t i, EstimateMemo* layer_memo) {
+        PlanRequest r = req;
+        r.pp = stages[i];
+        r.global_batch = batch;
+        r.memo = layer_memo;
+        auto result = SearchPlans(estimator, r);
+        if (result.ok()) found[i] = std::move(result->plans);
+      });
       std::vector<Estimate> all;
       for (auto& f : found) all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
       return all;
@@ -288,8 +299,8 @@ const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus,
 
 const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int gpus, int nodes,
                                                double network_share) {
-  int share64 = std::clamp(static_cast<int>(std::lround(network_share * 64)), 1, 64);
-  if (share64 == 64 || nodes <= 1) return Rate(job, type, gpus, nodes);
+  const int share64 = Share64(network_share, nodes);
+  if (share64 == 64) return Rate(job, type, gpus, nodes);
   auto it = impl_->cache.find(RateKeyView{job.model, job.global_batch, type, gpus, nodes, share64});
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
@@ -298,8 +309,7 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
 }
 
 void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
-  HelperThread* helper = queries.size() >= 2 ? impl_->Helper() : nullptr;
-  if (helper == nullptr) return;
+  if (queries.size() < 2 || !HelperThread::Useful()) return;  // asked one by one, as soon
   // The questions RateShared would compute, each once, in order, with the
   // key and network share it uses.
   struct Todo {
@@ -309,8 +319,7 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
   };
   std::vector<Todo> todo;
   for (const RateQuery& q : queries) {
-    int share64 = std::clamp(static_cast<int>(std::lround(q.network_share * 64)), 1, 64);
-    if (share64 == 64 || q.nodes <= 1) share64 = 64;
+    const int share64 = Share64(q.network_share, q.nodes);
     RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
     if (impl_->cache.find(view) != impl_->cache.end()) continue;
     RateKey key{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
@@ -325,17 +334,11 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return todo[a].q->gpus > todo[b].q->gpus; });
   std::vector<JobRate> answers(todo.size());
-  std::atomic<size_t> next{0};
-  auto work = [&](EstimateMemo* layer_memo) {
-    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
-      const size_t i = order[k];
-      const RateQuery& q = *todo[i].q;
-      answers[i] = impl_->Compute(*q.job, q.type, q.gpus, q.nodes, todo[i].share, layer_memo);
-    }
-  };
-  helper->Start([&] { work(&impl_->helper_memo); });
-  work(&impl_->memo);
-  helper->Wait();
+  impl_->Split(order.size(), [&](size_t k, EstimateMemo* layer_memo) {
+    const size_t i = order[k];
+    const RateQuery& q = *todo[i].q;
+    answers[i] = impl_->Compute(*q.job, q.type, q.gpus, q.nodes, todo[i].share, layer_memo);
+  });
   for (size_t i = 0; i < todo.size(); ++i) {
     ++misses_;
     impl_->cache.emplace(std::move(todo[i].key), std::move(answers[i]));
