@@ -43,6 +43,10 @@ CommandAction SetupServe(CLI::App& app, CommandIo io) {
   app.add_option("--autoscale-window", o->autoscale_window,
                  "Rounds of utility --autoscale averages before it acts (default 15, as the Pollux artifact)")
       ->capture_default_str();
+  app.add_option("--autoscale-by", o->autoscale_by,
+                 "What --autoscale's utility counts: goodput (Pollux) or throughput (statistical efficiency not "
+                 "counted: a throughput-based auto-scaler, for comparison)")
+      ->capture_default_str();
   app.add_option("--gpu-map", *gpu_map,
                  "Slurm gres GPU type = catalog GPU, e.g. a100=a100-80g (repeat or comma-separate); "
                  "types not mapped are looked up by their own name")

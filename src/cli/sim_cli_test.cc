@@ -535,8 +535,14 @@ TEST(SimCli, AutoscaleIsCheckedAndReportsNodeHours) {
   EXPECT_NE(big.err.find("1 <= MIN <= MAX <= 16"), std::string::npos) << big.err;
   Out delay = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--boot-delay", "60"});
   EXPECT_EQ(delay.code, 2);
-  EXPECT_NE(delay.err.find("--boot-delay and --autoscale-window apply with --autoscale only"), std::string::npos)
+  EXPECT_NE(delay.err.find("--boot-delay, --autoscale-window and --autoscale-by apply with --autoscale only"),
+            std::string::npos)
       << delay.err;
+  Out by = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--autoscale", "2:8", "--autoscale-by",
+                   "samples", "--no-progress"});
+  EXPECT_EQ(by.code, 2);
+  EXPECT_NE(by.err.find("--autoscale-by 'samples': expected goodput (Pollux) or throughput"), std::string::npos)
+      << by.err;
   Out ok = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--round", "60", "--limit", "40",
                    "--autoscale", "2:16", "--boot-delay", "90", "--json", "--no-progress"});
   ASSERT_EQ(ok.code, 0) << ok.err;
@@ -546,6 +552,29 @@ TEST(SimCli, AutoscaleIsCheckedAndReportsNodeHours) {
   Out fixed = Tessel({"simulate", "--cluster", "pollux-64", "--policy", "pollux", "--limit", "5", "--json",
                       "--no-progress"});
   EXPECT_FALSE(nlohmann::json::parse(fixed.out).contains("node_hours"));
+}
+
+// One ImageNet job (the Pollux workloads' application, docs/goodput.md):
+// early in training a larger batch wastes samples, so goodput-driven
+// auto-scaling grows the cluster slowly, where a throughput-based one
+// (--autoscale-by throughput) scales out at once: it finishes sooner on
+// more node-hours.
+TEST(SimCli, ThroughputBasedAutoscalingScalesOutSoonerThanGoodput) {
+  std::string trace =
+      TempFile("imagenet.csv", "name,time,application,num_replicas,batch_size\nimagenet-0,0,imagenet,32,6400\n");
+  auto run = [&](const std::string& by) {
+    Out r = Tessel({"simulate", "--cluster", "pollux-64", "--trace", trace, "--apps",
+                    ::tessel::testing::DataDir() + "/pollux/apps", "--policy", "pollux", "--autoscale", "1:16",
+                    "--autoscale-by", by, "--json", "--no-progress"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto good = run("goodput");
+  auto tput = run("throughput");
+  EXPECT_EQ(good["jobs_finished"], 1);
+  EXPECT_EQ(tput["jobs_finished"], 1);
+  EXPECT_LT(tput["avg_jct_s"].get<double>(), 0.9 * good["avg_jct_s"].get<double>());
+  EXPECT_GT(tput["node_hours"].get<double>(), 1.1 * good["node_hours"].get<double>());
 }
 
 }  // namespace

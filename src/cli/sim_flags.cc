@@ -74,6 +74,10 @@ void SimFlags::Add(CLI::App& app) {
                  "nodes holding no job are powered down. The summary adds node_hours");
   app.add_option("--autoscale-window", autoscale_window,
                  "Rounds of utility --autoscale averages before it acts (default 15, as the Pollux artifact)");
+  app.add_option("--autoscale-by", autoscale_by,
+                 "What --autoscale's utility counts: goodput (default; Pollux) or throughput (each replica keeps "
+                 "the job's batch, statistical efficiency not counted: a throughput-based auto-scaler in the "
+                 "manner of Or et al. 2020, for comparison)");
   app.add_option("--boot-delay", boot_delay_s,
                  "Seconds a node powered up by --autoscale takes to join (default 0, as the Pollux artifact; a "
                  "cloud VM takes minutes)");
@@ -239,14 +243,15 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
                            ": expected a fraction from 0 (none) up to, not including, 1");
   c.interference = f.interference;
   if (!f.autoscale.empty()) {
-    auto a = ParseAutoscale(f.autoscale, static_cast<int>(setup.cluster.nodes().size()), f.autoscale_window);
+    auto a = ParseAutoscale(f.autoscale, static_cast<int>(setup.cluster.nodes().size()), f.autoscale_window,
+                            f.autoscale_by);
     if (!a.ok()) return a.status();
     if (!(f.boot_delay_s >= 0 && f.boot_delay_s <= 1e6))
       return InvalidArgument("--boot-delay: expected seconds from 0 to 1e6, got " + FormatDouble(f.boot_delay_s));
     c.autoscale = *a;
     c.autoscale.boot_delay_s = f.boot_delay_s;
-  } else if (f.boot_delay_s != 0 || f.autoscale_window != 15) {
-    return InvalidArgument("--boot-delay and --autoscale-window apply with --autoscale only");
+  } else if (f.boot_delay_s != 0 || f.autoscale_window != 15 || f.autoscale_by != "goodput") {
+    return InvalidArgument("--boot-delay, --autoscale-window and --autoscale-by apply with --autoscale only");
   }
   // Failures must come slower than a job can restart, or nothing
   // progresses: the cluster's mean time between failures (per-node MTBF /

@@ -51,6 +51,7 @@ struct SimFlags {
   std::string autoscale;  // "" = the cluster's size is fixed
   double boot_delay_s = 0;
   int autoscale_window = 15;
+  std::string autoscale_by = "goodput";  // --autoscale-by
   double restart_overhead_s = -1;  // < 0: 10 s, or 30 s for workloads played from app profiles
   double start_overhead_s = -1;    // < 0: 0 s, or 30 s likewise
   std::string apps;                // profile directory; "" = the workload's own

@@ -83,17 +83,25 @@ double GoodputOracle::Evaluate(const AgentReport& r, const goodput::ThroughputPa
   return fn.Evaluate(nodes, gpus, c.atomic_bsz, c.accum_steps);
 }
 
-double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes) {
+const goodput::ThroughputParams* GoodputOracle::OwnParams(const AgentReport& r, int type, bool type_aware,
+                                                          bool* any) {
   const int ntypes = static_cast<int>(r.params.size());
-  // (Type-blind callers arrive here with the home type: see Goodput.)
   const goodput::ThroughputParams* own = type < ntypes && r.params[type] ? &*r.params[type] : nullptr;
-  if (!type_aware_ && own == nullptr) {
+  if (!type_aware && own == nullptr) {
     for (int t = 0; t < ntypes && own == nullptr; ++t)
       if (r.params[t]) own = &*r.params[t];
   }
+  *any = own != nullptr || std::any_of(r.params.begin(), r.params.end(), [](const auto& p) { return p.has_value(); });
+  return own;
+}
+
+double GoodputOracle::AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes) {
+  const int ntypes = static_cast<int>(r.params.size());
+  // (Type-blind callers arrive here with the home type: see Goodput.)
+  bool any = false;
+  const goodput::ThroughputParams* own = OwnParams(r, type, type_aware_, &any);
   if (own == nullptr) {
     // No measurement anywhere yet: Pollux assumes linear scaling.
-    bool any = std::any_of(r.params.begin(), r.params.end(), [](const auto& p) { return p.has_value(); });
     if (!any) return static_cast<double>(gpus);
     return 0.0;  // type-aware, never measured on this type: Sia would have profiled it
   }
@@ -125,6 +133,23 @@ double GoodputOracle::BeliefGoodput(const JobView& job, int home, int type, int 
   // where it is put.
   if (!type_aware_ && g > 0 && home != type && !snap_.belief->Rate(*job.spec, type, gpus, nodes).fits) g = 0;
   return g;
+}
+
+double GoodputOracle::WeakScalingThroughput(const JobView& job, int type, int gpus, int nodes) {
+  if (gpus <= 0) return 0.0;
+  if (job.agent == nullptr) return Goodput(job, type, gpus, nodes);  // efficiency 1: its throughput
+  const AgentReport& r = *job.agent;
+  if (!type_aware_) type = HomeType(job);
+  bool any = false;
+  const goodput::ThroughputParams* own = OwnParams(r, type, type_aware_, &any);
+  if (own == nullptr) return any ? 0.0 : static_cast<double>(gpus);  // as AgentGoodput
+  const goodput::BatchLimits& l = r.limits;
+  // Each replica's batch: the job's own, less where max_batch caps the total.
+  // Split into micro-steps of at most max_atomic.
+  const int per_replica = std::min(std::max(1, l.init_batch), std::max(1, l.max_batch / gpus));
+  const int steps = (per_replica + std::max(1, l.max_atomic) - 1) / std::max(1, l.max_atomic);
+  const int atomic = (per_replica + steps - 1) / steps;
+  return goodput::PredictThroughput(*own, nodes, gpus, atomic, steps - 1);
 }
 
 double GoodputOracle::Goodput(const JobView& job, int type, int gpus, int nodes) {

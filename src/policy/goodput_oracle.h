@@ -62,6 +62,15 @@ class GoodputOracle {
   // `type` over `nodes` nodes; 0 when it cannot run there.
   double Goodput(const JobView& job, int type, int gpus, int nodes);
 
+  // Samples/s of `job` on `gpus` GPUs of `type` over `nodes` when every
+  // replica keeps the per-GPU batch the job was written for (init_batch,
+  // accumulating where it exceeds max_atomic) and the total batch grows
+  // with the replicas up to max_batch: weak scaling, what a
+  // throughput-based auto-scaler counts (Or et al., MLSys 2020). Not
+  // memoised. A job without an agent: its throughput (= Goodput). 0 when
+  // it cannot run there.
+  double WeakScalingThroughput(const JobView& job, int type, int gpus, int nodes);
+
   // The most GPUs worth considering for the job: its spec's max_gpus, the
   // batch limit (max_batch / min_atomic), and for agent jobs the Pollux
   // artifact's exploration cap: at most twice the most replicas it has
@@ -73,6 +82,10 @@ class GoodputOracle {
   int HomeType(const JobView& job) const;
 
  private:
+  // The step-time model the job's goodput on `type` is evaluated with: its
+  // own there, type-blind any it has; null when it has none (`any` tells
+  // whether it has one on some type).
+  static const goodput::ThroughputParams* OwnParams(const AgentReport& r, int type, bool type_aware, bool* any);
   double AgentGoodput(const JobView& job, const AgentReport& r, int type, int gpus, int nodes);
   double Evaluate(const AgentReport& r, const goodput::ThroughputParams& p, int gpus, int nodes) const;
   // A job without an agent: the belief's samples/s on `gpus` of `home`

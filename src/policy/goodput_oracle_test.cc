@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "goodput/goodput.h"
 #include "policy/placement.h"
 #include "policy/policy_test_util.h"
 
@@ -100,6 +101,45 @@ TEST(GoodputOracleTest, CacheAcrossDecisionsAnswersAsWithout) {
     GoodputOracle other(respecced, type_aware, &cache);
     EXPECT_EQ(AskAll(other, respecced), Uncached(respecced, type_aware));
   }
+}
+
+// A throughput-based auto-scaler's view (Or et al.): each replica keeps the
+// job's batch (split into micro-steps of at most max_atomic), the total
+// capped by max_batch, and statistical efficiency is not counted.
+TEST(GoodputOracleTest, WeakScalingThroughputKeepsEachReplicasBatch) {
+  PolicyFixture f("pollux-64");
+  const int nt = static_cast<int>(f.cluster().types().size());
+  goodput::ThroughputParams p;
+  p.alpha_c = 0.01;
+  p.beta_c = 0.001;
+  p.alpha_r = 0.002;
+  p.beta_r = 0.0001;
+  p.alpha_n = 0.004;
+  p.beta_n = 0.0002;
+  AgentReport r;
+  r.grad = {1.0, 0.05};  // little noise: a larger batch barely helps
+  r.limits.init_batch = 300;
+  r.limits.max_batch = 4800;
+  r.limits.min_atomic = 16;
+  r.limits.max_atomic = 256;
+  r.adaptive = true;
+  r.params.assign(nt, p);
+  r.max_replicas.assign(nt, 16);
+  JobView& v = f.AddJob(MakeJob("a").Elastic(1, 64));
+  v.agent = &r;
+  Snapshot snap = f.Snap(0);
+  GoodputOracle oracle(snap, /*type_aware=*/false);
+  const JobView& job = *snap.jobs[0];
+  // 300 per replica in two micro-steps of 150.
+  EXPECT_DOUBLE_EQ(oracle.WeakScalingThroughput(job, 0, 1, 1), goodput::PredictThroughput(p, 1, 1, 150, 1));
+  EXPECT_DOUBLE_EQ(oracle.WeakScalingThroughput(job, 0, 8, 2), goodput::PredictThroughput(p, 2, 8, 150, 1));
+  // 32 replicas: max_batch leaves 150 each, one micro-step.
+  EXPECT_DOUBLE_EQ(oracle.WeakScalingThroughput(job, 0, 32, 8), goodput::PredictThroughput(p, 8, 32, 150, 0));
+  EXPECT_EQ(oracle.WeakScalingThroughput(job, 0, 0, 1), 0.0);
+  // Goodput counts the efficiency lost to a larger batch; throughput does not.
+  const double speedup_tput = oracle.WeakScalingThroughput(job, 0, 16, 4) / oracle.WeakScalingThroughput(job, 0, 1, 1);
+  const double speedup_good = oracle.Goodput(job, 0, 16, 4) / oracle.Goodput(job, 0, 1, 1);
+  EXPECT_GT(speedup_tput, 1.5 * speedup_good);
 }
 
 }  // namespace

@@ -61,6 +61,14 @@ struct PolicyTraits {
   bool prices_cluster_size = false;
 };
 
+// What a job's speedup counts when a cluster size is priced
+// (--autoscale-by): goodput (Pollux: samples/s x statistical efficiency,
+// at the batch the job would choose), or throughput alone (a
+// throughput-based auto-scaler such as Or et al.'s, MLSys 2020: every
+// replica keeps the job's per-GPU batch, the total batch grows with them,
+// and statistical efficiency is not counted).
+enum class SpeedupBasis { kGoodput, kThroughput };
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -71,11 +79,14 @@ class Policy {
   // sum over active jobs of their speedup (goodput over their goodput on
   // one GPU) with their current allocations when `capacity` is empty, else
   // with the allocations the policy would give `capacity` GPUs per type
-  // (nothing changes). nullopt: the policy has no goodput model to price a
-  // cluster size with (every policy but the goodput ones).
-  virtual std::optional<double> TotalSpeedup(const Snapshot& snapshot, std::span<const int> capacity) {
+  // (nothing changes); a speedup counts `basis` (goodput or throughput over
+  // the same on one GPU). nullopt: the policy has no goodput model to price
+  // a cluster size with (every policy but the goodput ones).
+  virtual std::optional<double> TotalSpeedup(const Snapshot& snapshot, std::span<const int> capacity,
+                                             SpeedupBasis basis) {
     (void)snapshot;
     (void)capacity;
+    (void)basis;
     return std::nullopt;
   }
 };

@@ -43,13 +43,20 @@ class PolluxPolicy : public Policy {
   }
 
   // The artifact's Cluster.get_utility numerator (simulator/simulator.py):
-  // each job's speedup_fn at its allocation, the speedup over one GPU.
-  std::optional<double> TotalSpeedup(const Snapshot& snap, std::span<const int> capacity) override {
+  // each job's speedup_fn at its allocation, the speedup over one GPU
+  // (by throughput alone for a throughput-based auto-scaler). The
+  // allocations priced are pollux's either way.
+  std::optional<double> TotalSpeedup(const Snapshot& snap, std::span<const int> capacity,
+                                     SpeedupBasis basis) override {
     GoodputOracle oracle(snap, /*type_aware=*/false, &cache_);
     const Cluster& cluster = *snap.cluster;
+    auto rate = [&](const JobView& job, int type, int gpus, int nodes) {
+      return basis == SpeedupBasis::kGoodput ? oracle.Goodput(job, type, gpus, nodes)
+                                             : oracle.WeakScalingThroughput(job, type, gpus, nodes);
+    };
     auto speedup = [&](const JobView& job, int type, int gpus, int nodes) {
-      double one = oracle.Goodput(job, oracle.HomeType(job), 1, 1);
-      return one > 0 ? oracle.Goodput(job, type, gpus, nodes) / one : 0.0;
+      double one = rate(job, oracle.HomeType(job), 1, 1);
+      return one > 0 ? rate(job, type, gpus, nodes) / one : 0.0;
     };
     double sum = 0;
     if (capacity.empty()) {

@@ -6,9 +6,12 @@
 
 namespace tessel {
 
-Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window) {
+Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window, std::string_view by) {
   if (window < 1 || window > 10000)
     return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds, got " + std::to_string(window));
+  if (by != "goodput" && by != "throughput")
+    return InvalidArgument("--autoscale-by '" + std::string(by) +
+                           "': expected goodput (Pollux) or throughput (a throughput-based auto-scaler)");
   const std::string what = "--autoscale '" + std::string(text) +
                            "': expected MIN:MAX or MIN:MAX:LOW,HIGH (nodes 1 <= MIN <= MAX <= " +
                            std::to_string(cluster_nodes) + ", the cluster's; utilities 0 <= LOW < HIGH, default "
@@ -17,6 +20,7 @@ Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes,
   if (parts.size() != 2 && parts.size() != 3) return InvalidArgument(what);
   AutoscaleConfig c;
   c.window = window;
+  c.basis = by == "throughput" ? SpeedupBasis::kThroughput : SpeedupBasis::kGoodput;
   auto whole = [](const std::string& s, int* out) {
     if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return false;
     *out = std::stoi(s);
@@ -75,7 +79,7 @@ Result<double> Autoscaler::UtilityAt(const Snapshot& snap, Policy& policy, int n
   const int gpus = Sum(capacity);
   if (gpus == 0) return 0.0;
   if (snap.jobs.empty()) return 0.0;
-  std::optional<double> s = policy.TotalSpeedup(snap, capacity);
+  std::optional<double> s = policy.TotalSpeedup(snap, capacity, config_.basis);
   if (!s) return CannotPrice(policy);
   return *s / gpus;
 }
@@ -84,7 +88,7 @@ Result<int> Autoscaler::Round(const Snapshot& snap, Policy& policy, int powered)
   if (!config_.enabled() || config_.max_nodes == config_.min_nodes) return target_;
   double utility = 0;
   if (!snap.jobs.empty()) {
-    std::optional<double> s = policy.TotalSpeedup(snap, {});
+    std::optional<double> s = policy.TotalSpeedup(snap, {}, config_.basis);
     if (!s) return CannotPrice(policy);
     const int gpus = Sum(FirstNodesCapacity(cluster_, powered));
     utility = gpus > 0 ? *s / gpus : 0;

@@ -7,6 +7,10 @@
 // - At each round the cluster's utility -- the sum of the active jobs'
 //   speedups at their allocations over the powered GPUs
 //   (Policy::TotalSpeedup) -- enters a window of the last `window` rounds.
+//   A speedup counts goodput (Pollux) or, with `basis` kThroughput,
+//   throughput alone at a fixed per-GPU batch (a throughput-based
+//   auto-scaler in the manner of Or et al., MLSys 2020, for comparison:
+//   the same rule, blind to statistical efficiency).
 // - Once the window is full, when its mean is below `low` with more than
 //   `min_nodes` nodes, or above `high` with fewer than `max_nodes`, the node
 //   count moves to the one whose utility -- the policy's allocation of that
@@ -40,13 +44,16 @@ struct AutoscaleConfig {
   double high = 0.65;
   int window = 15;  // rounds (the artifact keeps 15 intervals of 60 s)
   double boot_delay_s = 0;
+  SpeedupBasis basis = SpeedupBasis::kGoodput;  // --autoscale-by
   bool enabled() const { return max_nodes > 0; }
 };
 
 // "MIN:MAX" or "MIN:MAX:LOW,HIGH" for a cluster of `cluster_nodes` nodes:
 // 1 <= MIN <= MAX <= cluster_nodes, 0 <= LOW < HIGH; `window` rounds, 1 to
-// 10,000. InvalidArgument naming the flag and what is accepted.
-Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window = 15);
+// 10,000; `by` "goodput" or "throughput" (--autoscale-by). InvalidArgument
+// naming the flag and what is accepted.
+Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window = 15,
+                                       std::string_view by = "goodput");
 
 // InvalidArgument unless `policy` can be auto-scaled: it decides at rounds
 // and prices a cluster size (PolicyTraits::prices_cluster_size).

@@ -20,7 +20,8 @@ class ScriptedPolicy : public Policy {
   std::string_view name() const override { return "scripted"; }
   PolicyTraits traits() const override { return {}; }
   Decision Decide(const Snapshot&) override { return {}; }
-  std::optional<double> TotalSpeedup(const Snapshot&, std::span<const int> capacity) override {
+  std::optional<double> TotalSpeedup(const Snapshot&, std::span<const int> capacity, SpeedupBasis basis) override {
+    asked_by = basis;
     if (capacity.empty()) return current;
     int gpus = 0;
     for (int c : capacity) gpus += c;
@@ -30,11 +31,14 @@ class ScriptedPolicy : public Policy {
   double current = 0;
   double k = 1;
   int priced = 0;
+  SpeedupBasis asked_by = SpeedupBasis::kGoodput;
 };
 
 class NoGoodput : public ScriptedPolicy {
  public:
-  std::optional<double> TotalSpeedup(const Snapshot&, std::span<const int>) override { return std::nullopt; }
+  std::optional<double> TotalSpeedup(const Snapshot&, std::span<const int>, SpeedupBasis) override {
+    return std::nullopt;
+  }
 };
 
 TEST(ParseAutoscale, ReadsNodesAndBandAndRefusesTheRest) {
@@ -119,6 +123,26 @@ TEST_F(AutoscalerTest, AnIdleClusterShrinksToItsMinimum) {
   int t = 0;
   for (int r = 0; r < 16; ++r) t = *as.Round(empty.Snap(0), p, 10);
   EXPECT_EQ(t, 3);
+}
+
+// --autoscale-by reaches the policy: the utility is priced by throughput.
+TEST_F(AutoscalerTest, AsksThePolicyForTheSpeedupBasisConfigured) {
+  auto a = ParseAutoscale("1:16", 16, 15, "throughput");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->basis, SpeedupBasis::kThroughput);
+  EXPECT_EQ(ParseAutoscale("1:16", 16)->basis, SpeedupBasis::kGoodput);
+  auto bad = ParseAutoscale("1:16", 16, 15, "samples");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--autoscale-by 'samples': expected goodput (Pollux) or throughput"),
+            std::string::npos)
+      << bad.status().message();
+  Autoscaler as(*a, f_.cluster());
+  ScriptedPolicy p;
+  p.current = 4;
+  p.k = 4;
+  for (int r = 0; r < 16; ++r) ASSERT_TRUE(as.Round(f_.Snap(0), p, 1).ok());
+  EXPECT_GT(p.priced, 0);
+  EXPECT_EQ(p.asked_by, SpeedupBasis::kThroughput);
 }
 
 TEST_F(AutoscalerTest, RefusesAPolicyWithoutAGoodputModel) {

@@ -274,7 +274,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   m->loop = std::make_unique<SchedulerLoop>(*m->policy, *m->backend, m->clock, lc);
   if (!m->opt.autoscale.empty()) {
     auto a = ParseAutoscale(m->opt.autoscale, static_cast<int>(m->inventory.cluster.nodes().size()),
-                            m->opt.autoscale_window);
+                            m->opt.autoscale_window, m->opt.autoscale_by);
     if (!a.ok()) return a.status();
     TESSEL_RETURN_IF_ERROR(CheckAutoscalePolicy(*m->policy));
     m->autoscaler = std::make_unique<Autoscaler>(*a, m->inventory.cluster);

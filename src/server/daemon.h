@@ -40,6 +40,7 @@ struct DaemonOptions {
   // in rounds.
   std::string autoscale;
   int autoscale_window = 15;
+  std::string autoscale_by = "goodput";  // or "throughput"
 };
 
 class Daemon : public JobService {
