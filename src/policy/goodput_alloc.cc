@@ -333,11 +333,36 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   return grant;
 }
 
+// `a` (n GPUs of the grant's type, taken from `fm`) spread over more nodes
+// than the fewest that hold n: the most GPUs in [lo, n] that fit on that
+// fewest count replace it when `price` values them higher at the nodes
+// they span. Returns the GPUs placed (`a` holds them, taken from `fm`).
+int PreferCompact(const Snapshot& snap, FreeMap& fm, const GoodputGrant& g, int n, int lo,
+                  const PlaceOptions::Price& price, Allocation& a) {
+  const int k = MinNodes(*snap.cluster, g.type, n);
+  if (a.nodes() <= k) return n;
+  fm.Release(a);
+  for (int m = n; m >= lo; --m) {
+    std::optional<Allocation> b = fm.Place(g.type, m, k);
+    if (!b) continue;
+    // A job without an agent must still fit (memory) on fewer GPUs.
+    const bool fits = m == g.gpus || g.job->agent != nullptr || snap.belief->Rate(*g.job->spec, g.type, m, b->nodes()).fits;
+    if (fits && price(*g.job, g.type, m, b->nodes()) > price(*g.job, g.type, n, a.nodes())) {
+      a = std::move(*b);
+      return m;
+    }
+    fm.Release(*b);
+    break;
+  }
+  fm.Take(a);
+  return n;
+}
+
 // One packing. keep_first: jobs granted their current type and count take
 // their exact GPUs before anything else is placed; otherwise every grant is
 // placed largest first and a kept job keeps its GPUs only if still free.
 Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool keep_first, int defrag_moves,
-             bool avoid_spread_sharing) {
+             bool avoid_spread_sharing, const PlaceOptions::Price& price) {
   auto unchanged = [](const GoodputGrant& g) {
     const JobView& j = *g.job;
     return !j.alloc.empty() && j.alloc.type == g.type && j.alloc.gpus() == g.gpus;
@@ -405,11 +430,16 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
           fm.Release(*a);
           continue;
         }
+        // A grant placed short, by fragmentation or by choice (priced
+        // better compact), calls for the repack: a fresh packing, largest
+        // first, may hold it whole.
+        int placed = n;
+        if (price) placed = PreferCompact(snap, fm, *g, n, lo, price, *a);
         out.placed.push_back({g->job, std::move(*a)});
         out.kept.push_back(0);
-        out.gpus += n;
+        out.gpus += placed;
         done = true;
-        if (n < g->gpus) out.all_full = false;
+        if (placed < g->gpus) out.all_full = false;
       }
     }
     if (!done) out.all_full = false;
@@ -421,10 +451,12 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
 
 Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& grants, const PlaceOptions& options,
                      PlaceStats* stats) {
-  Packing best = Pack(snap, grants, /*keep_first=*/true, options.defrag_moves, options.avoid_spread_sharing);
+  Packing best =
+      Pack(snap, grants, /*keep_first=*/true, options.defrag_moves, options.avoid_spread_sharing, options.price);
   bool repacked = false;
   if (!best.all_full && options.repack) {
-    Packing other = Pack(snap, grants, /*keep_first=*/false, options.defrag_moves, options.avoid_spread_sharing);
+    Packing other =
+        Pack(snap, grants, /*keep_first=*/false, options.defrag_moves, options.avoid_spread_sharing, options.price);
     if (other.gpus > best.gpus) {
       best = std::move(other);
       repacked = true;

@@ -3,6 +3,8 @@
 // place the chosen counts on nodes.
 #pragma once
 
+#include <functional>
+
 #include <span>
 #include <vector>
 
@@ -91,6 +93,15 @@ struct PlaceOptions {
   // way gets fewer GPUs, as the Pollux artifact's repair drops replicas.
   // Defragmentation (defrag_moves) is not tried under it.
   bool avoid_spread_sharing = false;
+  // What a job's allocation is worth on `gpus` GPUs of `type` over `nodes`
+  // nodes (its goodput), or unset. When set, a grant the placement spreads
+  // over more nodes than the fewest that could hold it (the fragments
+  // between kept jobs) is weighed against the most GPUs, up to its count,
+  // that fit on that fewest count of nodes, each priced at the nodes it
+  // actually spans, and the better is placed: as the Pollux artifact's
+  // search scores an allocation by its speedup at the nodes it spans.
+  using Price = std::function<double(const JobView& job, int type, int gpus, int nodes)>;
+  Price price;
 };
 struct PlaceStats {
   int migrations = 0;     // kept jobs moved by defragmentation

@@ -606,6 +606,47 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
 // defragmentation it is spread over both nodes (and, kept to one node,
 // shrunk); with defrag_moves=1 one small job moves and the grant gets a
 // whole node. A job as large as the grant is never moved.
+// PlaceOptions::price: a grant the placement would spread over more nodes
+// than it needs is weighed against the most GPUs that fit on that fewest
+// count, each priced at the nodes it spans; placed short by choice, it
+// calls for the repack.
+TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) {
+  PolicyFixture f(SmallCluster());
+  const int t4 = f.Type("t4");
+  JobView& a = f.AddJob(MakeJob("a").Elastic(1, 8));
+  JobView& b = f.AddJob(MakeJob("b").Elastic(1, 8));
+  JobView& c = f.AddJob(MakeJob("c").Elastic(1, 8));
+  f.Run(a, Allocation{t4, {{0, 1}}});
+  f.Run(b, Allocation{t4, {{1, 1}}});
+  Snapshot snap = f.Snap(Seconds(100));
+  std::vector<GoodputGrant> grants = {{&a, t4, 1}, {&b, t4, 1}, {&c, t4, 4}};
+  PlaceOptions options;
+  options.repack = false;
+  // A second node costs a lot: 3 GPUs on one node beat 4 over two.
+  options.price = [](const JobView&, int, int gpus, int nodes) { return gpus / static_cast<double>(nodes * nodes); };
+  std::vector<Allocation> compact = After(snap, PlaceGrants(snap, grants, options));
+  EXPECT_EQ(compact[c.index].gpus(), 3);
+  EXPECT_EQ(compact[c.index].nodes(), 1);
+  EXPECT_EQ(compact[a.index], a.alloc);
+  EXPECT_EQ(compact[b.index], b.alloc);
+  ExpectNoDoubleBooking(snap, compact);
+  // Spreading costs nothing: the 4 over two nodes stay.
+  options.price = [](const JobView&, int, int gpus, int) { return static_cast<double>(gpus); };
+  std::vector<Allocation> spread = After(snap, PlaceGrants(snap, grants, options));
+  EXPECT_EQ(spread[c.index].gpus(), 4);
+  EXPECT_EQ(spread[c.index].nodes(), 2);
+  // With the repack, the grant short by choice is held whole on one node
+  // by re-placing every job.
+  options.repack = true;
+  options.price = [](const JobView&, int, int gpus, int nodes) { return gpus / static_cast<double>(nodes * nodes); };
+  PlaceStats stats;
+  std::vector<Allocation> repacked = After(snap, PlaceGrants(snap, grants, options, &stats));
+  EXPECT_TRUE(stats.repacked);
+  EXPECT_EQ(repacked[c.index].gpus(), 4);
+  EXPECT_EQ(repacked[c.index].nodes(), 1);
+  ExpectNoDoubleBooking(snap, repacked);
+}
+
 TEST(GoodputAllocTest, PlaceGrantsDefragmentsByMovingSmallJobs) {
   PolicyFixture f(SmallCluster());
   const int t4 = f.Type("t4");

@@ -39,6 +39,9 @@ class PolluxPolicy : public Policy {
     std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
     PlaceOptions place;
     place.avoid_spread_sharing = avoid_interference_;
+    place.price = [&oracle](const JobView& job, int type, int gpus, int nodes) {
+      return oracle.Goodput(job, type, gpus, nodes);
+    };
     return PlaceGrants(snap, grants, place);
   }
 
