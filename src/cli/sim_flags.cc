@@ -34,7 +34,8 @@ void SimFlags::Add(CLI::App& app) {
                  "from application profiles; at least 1 s)");
   app.add_option("--setting", setting,
                  "Comparison setting: default (tessel's: baselines fall back to the planner's plan where data "
-                 "parallelism does not fit) or arena-artifact (the Arena artifact's: 300 s rounds, --truth "
+                 "parallelism does not fit) or arena-artifact (the Arena artifact's: 300 s rounds, arrivals at the "
+                 "start of their round and jobs ending at the end of theirs, --truth "
                  "arena-db seen by every policy, baselines data-parallel only and refused where dp_mem.json says "
                  "it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
                  "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
@@ -161,6 +162,12 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     opts.time_scale = f.time_scale;
     if (!f.no_apps) opts.apps_dir = f.apps;
     opts.arena_iteration_divisor = f.arena_iteration_divisor;
+    if (f.setting == "arena-artifact") {
+      // Arrivals at the start of their round, as the artifact's.
+      auto round = ParseDuration(f.round.empty() ? "300" : f.round, "--round");
+      if (!round.ok()) return round.status();
+      opts.arena_round_s = ToSeconds(*round);
+    }
     auto w = LoadTraces(f.traces, *format, opts);
     if (!w.ok()) return w.status();
     setup.workload = std::move(*w);
@@ -218,6 +225,7 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   // restart jobs) before anything progresses: refused, not looped on.
   if (*round < Seconds(1)) return InvalidArgument("--round: must be at least 1 s, got " + f.round);
   c.round = *round;
+  c.complete_at_rounds = artifact;
   if (!f.horizon.empty()) {
     auto h = ParseDuration(f.horizon, "--horizon");
     if (!h.ok()) return h.status();
@@ -281,6 +289,7 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
   c.reconfig.start_overhead_s = f.start_overhead_s >= 0 ? f.start_overhead_s : (app_defaults && !artifact ? 30 : 0);
   c.reconfig.baselines_pay_full_search = artifact;
   c.reconfig.checkpoints = !artifact;
+  if (artifact) c.reconfig.debt_round_s = ToSeconds(c.round);
   c.reference_gpu = f.reference_gpu;
   if (!f.reference_gpu.empty() && setup.cluster.FindType(f.reference_gpu) < 0) {
     std::vector<std::string> have;

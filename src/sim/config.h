@@ -43,6 +43,12 @@ struct ReconfigCost {
   // (CKPT_RESUME_OVERHEAD = 0 there).
   bool baselines_pay_full_search = false;
   bool checkpoints = true;
+  // > 0: the Arena artifact's time debt, in rounds of this many seconds
+  // (sjtu-epcc/arena scheduler.py:376-410 and 669-672): a delay of at most
+  // one round costs no progress (only that round's throughput figure); a
+  // longer one skips the progress of the rounds past the first it spans,
+  // ceil(delay / round) - 1 of them. 0: delays are waited out as they are.
+  double debt_round_s = 0;
 };
 
 struct FailureModel {
@@ -65,6 +71,12 @@ struct NetworkConfig {
 
 struct SimConfig {
   SimTime round = Seconds(300);   // scheduling round
+  // A job whose work is done mid-round ends (frees its GPUs, and its JCT
+  // ends) at the next round boundary (multiples of `round` from t = 0), as
+  // the Arena artifact's simulator, which advances jobs a round at a time
+  // and ends them at the round's end (sjtu-epcc/arena scheduler.py:433-435,
+  // 658-694): --setting arena-artifact.
+  bool complete_at_rounds = false;
   SimTime horizon = kNever;       // stop here; unfinished jobs are reported
   uint64_t seed = 1;
   ReconfigCost reconfig;

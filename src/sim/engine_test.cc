@@ -395,5 +395,43 @@ TEST(SimEngineTest, ArtifactAccountingChargesBaselinesTheFullSearch) {
   EXPECT_NEAR(b.jct_s() - a.jct_s(), 300, 1e-6);  // 150 s x 2 GPUs
   EXPECT_NEAR(b.reconfig_s, 300, 1e-6);
 }
+
+// The artifact's rounds (--setting arena-artifact): a job ends at the end
+// of the round its work is done in (JCT in whole rounds), holding its GPUs
+// until then, and a restart delay of at most a round costs no progress
+// while a longer one costs the rounds past the first (its time debt).
+TEST(SimEngineTest, ArtifactRoundsEndJobsAtRoundEndsAndChargeTimeDebtInRounds) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "rounds";
+  // a and b each want all 8 A100s: b waits for a.
+  w.jobs = {Job("a", 0, 8, 1000, "a100-80g"), Job("b", 0, 8, 1000, "a100-80g")};
+  SimConfig plain;
+  const JobRecord a0 = Find(Simulate(c, w, "fcfs", plain).result, "a");
+  ASSERT_GT(std::fmod(a0.jct_s(), 300), 1.0) << "the test needs a job that ends mid-round";
+  SimConfig rounds;
+  rounds.complete_at_rounds = true;
+  const SimResult r = Simulate(c, w, "fcfs", rounds).result;
+  const JobRecord a = Find(r, "a"), b = Find(r, "b");
+  EXPECT_DOUBLE_EQ(a.jct_s(), std::ceil(a0.jct_s() / 300) * 300);
+  EXPECT_DOUBLE_EQ(std::fmod(b.jct_s(), 300), 0.0);
+  EXPECT_GE(ToSeconds(b.first_start), a.jct_s()) << "b starts when a's GPUs are freed, at the round's end";
+
+  // Time debt: 150 s x 2 GPUs = 300 s, one round: nothing lost; 150 s x 4
+  // = 600 s: one round lost.
+  Workload one;
+  one.name = "one";
+  for (int gpus : {2, 4}) {
+    one.jobs = {Job("j", 0, gpus, 1000, "a100-80g")};
+    SimConfig free_start = rounds;
+    const JobRecord base = Find(Simulate(c, one, "fcfs", free_start).result, "j");
+    SimConfig debt = rounds;
+    debt.reconfig.baselines_pay_full_search = true;
+    debt.reconfig.checkpoints = false;
+    debt.reconfig.debt_round_s = 300;
+    const JobRecord charged = Find(Simulate(c, one, "fcfs", debt).result, "j");
+    EXPECT_DOUBLE_EQ(charged.jct_s() - base.jct_s(), gpus == 2 ? 0.0 : 300.0) << gpus << " GPUs";
+  }
+}
 }  // namespace
 }  // namespace tessel

@@ -37,11 +37,18 @@ void SimBackend::Impl::Touch(JobState& j) {
   j.progress_since = now;
 }
 
+// The end of the round `t` falls in (t itself on a boundary) when jobs end
+// at round boundaries (SimConfig::complete_at_rounds), else `t`.
+SimTime SimBackend::Impl::EndOfRound(SimTime t) const {
+  if (!config.complete_at_rounds || config.round <= 0) return t;
+  return (t + config.round - 1) / config.round * config.round;
+}
+
 void SimBackend::Impl::ScheduleCompletion(JobState& j) {
   if (WorkDone(j)) {
     // Done at this instant: completed by the next pass over this
     // instant's events, before any decision sees the job again.
-    Push(now, EventKind::kComplete, j.view.index, j.version);
+    Push(EndOfRound(now), EventKind::kComplete, j.view.index, j.version);
     return;
   }
   double left = j.view.remaining_iterations();
@@ -56,7 +63,7 @@ void SimBackend::Impl::ScheduleCompletion(JobState& j) {
     }
   }
   SimTime t = now + std::max<SimTime>(0, SecondsCeil(left * j.iteration_time_s));
-  Push(t, EventKind::kComplete, j.view.index, j.version);
+  Push(EndOfRound(t), EventKind::kComplete, j.view.index, j.version);
 }
 
 // `continues`: the same run goes on at a new rate (an epoch boundary), so
@@ -287,11 +294,13 @@ void SimBackend::Impl::Complete(JobState& j) {
 }
 
 void SimBackend::Impl::TouchRunningAndCompleteDone() {
+  // Jobs that end at round boundaries hold their GPUs until then.
+  const bool can_end = EndOfRound(now) == now;
   std::vector<int> done;
   for (int idx : running) {
     JobState& j = jobs[idx];
     Touch(j);
-    if (j.view.phase == JobPhase::kRunning && WorkDone(j)) done.push_back(idx);
+    if (can_end && j.view.phase == JobPhase::kRunning && WorkDone(j)) done.push_back(idx);
   }
   std::sort(done.begin(), done.end());
   for (int idx : done) Complete(jobs[idx]);

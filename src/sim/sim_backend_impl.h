@@ -125,6 +125,9 @@ struct SimBackend::Impl {
   AppPlayer player;
   std::vector<std::unique_ptr<AppJob>> app;  // per job; null: not played from a profile
   std::vector<const JobView*> active;  // sorted by index (= address order)
+  // The snapshot's jobs when some active ones are hidden from the policy
+  // (Observe, SimConfig::complete_at_rounds).
+  std::vector<const JobView*> visible;
   std::vector<int> running;            // jobs holding GPUs (unordered)
   // What the timeline reads of each job in `running` (same positions), kept
   // current from the jobs listed in rows_stale when Record runs; and each
@@ -224,6 +227,7 @@ struct SimBackend::Impl {
   void Touch(sim_detail::JobState& j);
 
   void ScheduleCompletion(sim_detail::JobState& j);
+  SimTime EndOfRound(SimTime t) const;
 
   // `continues`: the same run goes on at a new rate (an epoch boundary), so
   // its checkpoint clock keeps counting.

@@ -28,9 +28,14 @@ double SimBackend::Impl::StartDelay(const JobState& j, const Allocation& alloc) 
     search = traits.full_plan_search || !traits.searches_plans ? std::min(rc.full_search_cap_s, rc.full_search_s_per_gpu * alloc.gpus())
                                      : std::min(rc.search_cap_s, rc.search_s_per_gpu * alloc.gpus());
   }
-  if (!j.view.started()) return search + rc.start_overhead_s;
-  double save = j.needs_save ? CheckpointSeconds(j, j.last_nodes) : 0;
-  return save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;
+  double delay = search + rc.start_overhead_s;
+  if (j.view.started()) {
+    double save = j.needs_save ? CheckpointSeconds(j, j.last_nodes) : 0;
+    delay = save + CheckpointSeconds(j, alloc.nodes()) + rc.restart_overhead_s + search;
+  }
+  if (rc.debt_round_s > 0)
+    delay = delay <= rc.debt_round_s ? 0.0 : (std::ceil(delay / rc.debt_round_s) - 1) * rc.debt_round_s;
+  return delay;
 }
 
 // The decision was checked against the snapshot (sched/loop.h
@@ -281,6 +286,14 @@ void SimBackend::Impl::Observe(Snapshot* snap) {
   snap->free_gpus = free;
   snap->node_up = up;
   snap->jobs = active;
+  if (config.complete_at_rounds && EndOfRound(now) != now) {
+    // A job whose work is done keeps its GPUs until the round's end, out of
+    // the policy's sight (it can neither move it nor count its GPUs free).
+    visible.clear();
+    for (const JobView* v : active)
+      if (!(v->phase == JobPhase::kRunning && WorkDone(jobs[v->index]))) visible.push_back(v);
+    if (visible.size() < active.size()) snap->jobs = visible;
+  }
   snap->belief = &belief;
   snap->placement = config.placement;
 }

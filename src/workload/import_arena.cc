@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/strings.h"
 #include "hardware/gpu.h"
 #include "model/catalog.h"
 #include "workload/importers.h"
@@ -21,6 +22,7 @@ constexpr int kElasticCap = 64;
 
 Status ImportArena(const ImportFile& in, Workload& out) {
   const CsvTable& t = in.table;
+  const size_t first = out.jobs.size();  // this file's first job
   for (const CsvRow& row : t.rows()) {
     JobSpec j;
     j.id = t.Get(row, "job_id");
@@ -74,6 +76,17 @@ Status ImportArena(const ImportFile& in, Workload& out) {
     if (*deadline && **deadline > *submit) j.deadline = Seconds(**deadline);
 
     out.jobs.push_back(std::move(j));
+  }
+  if (in.opts.arena_round_s > 0 && first < out.jobs.size()) {
+    const SimTime round = Seconds(in.opts.arena_round_s);
+    SimTime start = out.jobs[first].submit;
+    for (size_t i = first; i < out.jobs.size(); ++i) {
+      JobSpec& j = out.jobs[i];
+      while (start + round < j.submit) start += round;
+      j.submit = start;
+    }
+    out.notes.push_back(in.stem + ": arrivals at the start of their " + FormatDouble(in.opts.arena_round_s) +
+                        " s round, as the Arena artifact's trace manager");
   }
   out.notes.push_back(in.stem + ": " + std::to_string(t.rows().size()) +
                       " Arena jobs, elastic in [1, min(4 x num_gpu, 64)] GPUs at their batch size");

@@ -85,6 +85,14 @@ struct TraceOptions {
   // (ITER_NUM_SCALE_FACTOR_SIM = 5 in its macro/macro_def.py). 1 keeps
   // the trace's numbers.
   int arena_iteration_divisor = 5;
+  // Arena traces, > 0: each job is submitted at the start of the round of
+  // this many seconds its arrival falls in, as the Arena artifact's trace
+  // manager buckets arrivals (sjtu-epcc/arena trace_manager.py:39-81,
+  // simulator.py:283): rounds start at the first row's time; in file order,
+  // a job arriving at or before the current round's start + round joins
+  // it, else the rounds move on (an unsorted row joins the current round).
+  // 0 (default): the trace's own times.
+  double arena_round_s = 0;
   // Pollux/Sia workloads: where the applications' profiles are (the
   // directory holding <app>/). "" = look beside the workload (../apps,
   // ../../apps).

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "core/strings.h"
@@ -464,6 +465,37 @@ INSTANTIATE_TEST_SUITE_P(Trace, TraceDataArena,
                                            ArenaCase{"simulate_trace_pai.csv", 125},
                                            ArenaCase{"runtime_trace.csv", 244}),
                          [](const auto& info) { return TestName(info.param.file); });
+
+// arena_round_s: each job submitted at the start of its round, as the
+// artifact's trace manager buckets rows in file order (rounds from the
+// first row's time; a row at or before the round's start + round joins
+// it; an unsorted row joins the current round).
+TEST(Trace, ArenaArrivalsAtTheStartOfTheirRound) {
+  TempDir dir("arena_rounds");
+  std::string path = dir.Write("rounds.csv",
+                               "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+                               "a,1000,10,bert__1.3B,,256,1,v100\n"
+                               "b,1300,10,bert__1.3B,,256,1,v100\n"
+                               "c,1301,10,bert__1.3B,,256,1,v100\n"
+                               "d,2000,10,bert__1.3B,9000,256,1,v100\n"
+                               "e,1100,10,bert__1.3B,,256,1,v100\n");
+  TraceOptions opts;
+  opts.arena_round_s = 300;
+  auto w = LoadTrace(path, TraceFormat::kArena, opts);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  std::map<std::string, double> at;
+  for (const JobSpec& j : w->jobs) at[j.id] = ToSeconds(j.submit);
+  // Rebased to a's 1000 s: a and b in round 0, c in round 1, d in round 3
+  // (1900 < 2000 <= 2200), e (unsorted, 1100) in d's round.
+  EXPECT_EQ(at, (std::map<std::string, double>{{"a", 0}, {"b", 0}, {"c", 300}, {"d", 900}, {"e", 900}}));
+  EXPECT_TRUE(HasNoteContaining(*w, "arrivals at the start of their 300 s round"));
+  // The deadline stays where the trace put it.
+  for (const JobSpec& j : w->jobs)
+    if (j.id == "d") EXPECT_EQ(*j.deadline, Seconds(9000 - 1000));
+  auto plain = LoadTrace(path, TraceFormat::kArena, {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(ToSeconds(plain->jobs.back().submit), 1000.0) << "d keeps its own time by default";
+}
 
 TEST(TraceData, ArenaPhillyFirstJob) {
   TESSEL_REQUIRE_DATA();
