@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -374,6 +375,32 @@ TEST(SimCli, ArtifactSettingFcfsRunsEveryJobGavelIsMemoryChecked) {
     EXPECT_LT(j[1]["jobs_finished"].get<int>(), jobs) << trace;
     EXPECT_GT(j[1]["jobs_memory_refused"].get<int>(), 0) << trace;
   }
+}
+
+// The artifact's schedulers give a job at most 16 GPUs (its profile
+// database's counts): a lone 16-GPU job that arena grows to 64 GPUs in the
+// default setting stays at 16 under --setting arena-artifact.
+TEST(SimCli, ArtifactSettingGivesAJobAtMostSixteenGpus) {
+  TESSEL_REQUIRE_DATA();
+  std::string trace = TempFile("one16.csv",
+                               "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
+                               "a,1000,50000,bert__1.3B,,256,16,a40\n");
+  auto most = [&](const std::string& setting) {
+    std::string log = ::tessel::testing::ProcessTempDir() + "/one16_" + setting + ".log";
+    Out r = Tessel({"simulate", "--cluster", "arena-1280", "--truth", "arena-db", "--setting", setting, "--trace", trace,
+                    "--policy", "arena", "--event-log", log, "--no-progress", "--data", ::tessel::testing::DataDir()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::ifstream in(log);
+    int gpus = 0;
+    for (std::string line; std::getline(in, line);) {
+      size_t at = line.find(" x");
+      if (line.find("start job=") != std::string::npos && at != std::string::npos)
+        gpus = std::max(gpus, std::atoi(line.c_str() + at + 2));
+    }
+    return gpus;
+  };
+  EXPECT_GT(most("default"), 16);
+  EXPECT_EQ(most("arena-artifact"), 16);
 }
 
 // `accuracy --rows` lists every skipped reference row with its reason (the

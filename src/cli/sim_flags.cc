@@ -35,7 +35,7 @@ void SimFlags::Add(CLI::App& app) {
   app.add_option("--setting", setting,
                  "Comparison setting: default (tessel's: baselines fall back to the planner's plan where data "
                  "parallelism does not fit) or arena-artifact (the Arena artifact's: 300 s rounds, arrivals at the "
-                 "start of their round and jobs ending at the end of theirs, --truth "
+                 "start of their round and jobs ending at the end of theirs, 1 to 16 GPUs a job, --truth "
                  "arena-db seen by every policy, baselines data-parallel only and refused where dp_mem.json says "
                  "it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
                  "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
@@ -209,6 +209,13 @@ Result<SimSetup> ResolveSim(const SimFlags& f) {
     }
   }
   setup.arena_artifact = artifact;
+  if (artifact) {
+    // The artifact's schedulers give a job 1 to 16 GPUs, Crius and the
+    // baselines alike (MAX_SUPPORTED_GPU_NUM and SUPPORTED_GPU_NUM_LIST,
+    // macro/macro_def.py:106-107; scheduler.py:2978): its profile database
+    // covers those counts.
+    for (JobSpec& j : setup.workload.jobs) j.max_gpus = std::min(j.max_gpus, std::max(16, j.requested_gpus));
+  }
   setup.truth = artifact ? "arena-db" : f.truth;
   if (f.deadline_slack != -1 && !(f.deadline_slack > 0 && f.deadline_slack <= 1e6)) {
     return InvalidArgument("--deadline-slack: expected a number > 0 and at most 1e6, got " + FormatDouble(f.deadline_slack));
