@@ -490,8 +490,11 @@ TEST(Trace, ArenaArrivalsAtTheStartOfTheirRound) {
   EXPECT_EQ(at, (std::map<std::string, double>{{"a", 0}, {"b", 0}, {"c", 300}, {"d", 900}, {"e", 900}}));
   EXPECT_TRUE(HasNoteContaining(*w, "arrivals at the start of their 300 s round"));
   // The deadline stays where the trace put it.
-  for (const JobSpec& j : w->jobs)
-    if (j.id == "d") EXPECT_EQ(*j.deadline, Seconds(9000 - 1000));
+  for (const JobSpec& j : w->jobs) {
+    if (j.id == "d") {
+      EXPECT_EQ(*j.deadline, Seconds(9000 - 1000));
+    }
+  }
   auto plain = LoadTrace(path, TraceFormat::kArena, {});
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(ToSeconds(plain->jobs.back().submit), 1000.0) << "d keeps its own time by default";
