@@ -601,25 +601,33 @@ TEST(GoodputAllocTest, PlaceGrantsRandomNeverDoubleBooks) {
   }
 }
 
-// Explicit defragmentation: two 1-GPU jobs sit on the two 4-GPU T4 nodes,
-// so a new 4-GPU grant fits by count but on no single node. Without
-// defragmentation it is spread over both nodes (and, kept to one node,
-// shrunk); with defrag_moves=1 one small job moves and the grant gets a
-// whole node. A job as large as the grant is never moved.
+// One 1-GPU job on each T4 node of SmallCluster() and a third job granted
+// 4 T4s: the grant fits by count but on no single node.
+struct OneGpuOnEachNode {
+  OneGpuOnEachNode() {
+    f.Run(a, Allocation{t4, {{0, 1}}});
+    f.Run(b, Allocation{t4, {{1, 1}}});
+    snap = f.Snap(Seconds(100));
+    grants = {{&a, t4, 1}, {&b, t4, 1}, {&c, t4, 4}};
+  }
+  PolicyFixture f{SmallCluster()};
+  const int t4 = f.Type("t4");
+  JobView& a = f.AddJob(MakeJob("a").Elastic(1, 8));
+  JobView& b = f.AddJob(MakeJob("b").Elastic(1, 8));
+  JobView& c = f.AddJob(MakeJob("c").Elastic(1, 8));
+  Snapshot snap;
+  std::vector<GoodputGrant> grants;
+};
+
 // PlaceOptions::price: a grant the placement would spread over more nodes
 // than it needs is weighed against the most GPUs that fit on that fewest
 // count, each priced at the nodes it spans; placed short by choice, it
 // calls for the repack.
 TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) {
-  PolicyFixture f(SmallCluster());
-  const int t4 = f.Type("t4");
-  JobView& a = f.AddJob(MakeJob("a").Elastic(1, 8));
-  JobView& b = f.AddJob(MakeJob("b").Elastic(1, 8));
-  JobView& c = f.AddJob(MakeJob("c").Elastic(1, 8));
-  f.Run(a, Allocation{t4, {{0, 1}}});
-  f.Run(b, Allocation{t4, {{1, 1}}});
-  Snapshot snap = f.Snap(Seconds(100));
-  std::vector<GoodputGrant> grants = {{&a, t4, 1}, {&b, t4, 1}, {&c, t4, 4}};
+  OneGpuOnEachNode s;
+  JobView &a = s.a, &b = s.b, &c = s.c;
+  const Snapshot& snap = s.snap;
+  const std::vector<GoodputGrant>& grants = s.grants;
   PlaceOptions options;
   options.repack = false;
   // A second node costs a lot: 3 GPUs on one node beat 4 over two.
@@ -647,16 +655,18 @@ TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) 
   ExpectNoDoubleBooking(snap, repacked);
 }
 
+// Explicit defragmentation: two 1-GPU jobs sit on the two 4-GPU T4 nodes,
+// so a new 4-GPU grant fits by count but on no single node. Without
+// defragmentation it is spread over both nodes (and, kept to one node,
+// shrunk); with defrag_moves=1 one small job moves and the grant gets a
+// whole node. A job as large as the grant is never moved.
 TEST(GoodputAllocTest, PlaceGrantsDefragmentsByMovingSmallJobs) {
-  PolicyFixture f(SmallCluster());
-  const int t4 = f.Type("t4");
-  JobView& a = f.AddJob(MakeJob("a").Elastic(1, 8));
-  JobView& b = f.AddJob(MakeJob("b").Elastic(1, 8));
-  JobView& c = f.AddJob(MakeJob("c").Elastic(1, 8));
-  f.Run(a, Allocation{t4, {{0, 1}}});
-  f.Run(b, Allocation{t4, {{1, 1}}});
-  Snapshot snap = f.Snap(Seconds(100));
-  std::vector<GoodputGrant> grants = {{&a, t4, 1}, {&b, t4, 1}, {&c, t4, 4}};
+  OneGpuOnEachNode s;
+  PolicyFixture& f = s.f;
+  const int t4 = s.t4;
+  JobView &a = s.a, &b = s.b, &c = s.c;
+  const Snapshot& snap = s.snap;
+  const std::vector<GoodputGrant>& grants = s.grants;
 
   std::vector<Allocation> plain = After(snap, PlaceGrants(snap, grants));
   EXPECT_EQ(plain[c.index].nodes(), 2) << plain[c.index].ToString(f.cluster());
