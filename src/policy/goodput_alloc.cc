@@ -347,7 +347,8 @@ int PreferCompact(const Snapshot& snap, FreeMap& fm, const GoodputGrant& g, int 
     if (!b) continue;
     // A job without an agent must still fit (memory) on fewer GPUs.
     const bool fits = m == g.gpus || g.job->agent != nullptr || snap.belief->Rate(*g.job->spec, g.type, m, b->nodes()).fits;
-    if (fits && price(*g.job, g.type, m, b->nodes()) > price(*g.job, g.type, n, a.nodes())) {
+    if (fits && price(*g.job, g.type, m, b->nodes(), *b != g.job->alloc) >
+                    price(*g.job, g.type, n, a.nodes(), a != g.job->alloc)) {
       a = std::move(*b);
       return m;
     }
@@ -454,10 +455,26 @@ Decision PlaceGrants(const Snapshot& snap, const std::vector<GoodputGrant>& gran
   Packing best =
       Pack(snap, grants, /*keep_first=*/true, options.defrag_moves, options.avoid_spread_sharing, options.price);
   bool repacked = false;
-  if (!best.all_full && options.repack) {
+  auto value = [&](const Packing& p) {
+    double v = 0;
+    for (size_t i = 0; i < p.placed.size(); ++i) {
+      const Allocation& a = p.AllocOf(i);
+      const JobView& job = *p.placed[i].first;
+      v += options.price(job, a.type, a.gpus(), a.nodes(), !p.kept[i] && a != job.alloc);
+    }
+    return v;
+  };
+  const bool spread = options.price && [&] {
+    for (size_t i = 0; i < best.placed.size(); ++i) {
+      const Allocation& a = best.AllocOf(i);
+      if (a.nodes() > MinNodes(*snap.cluster, a.type, a.gpus())) return true;
+    }
+    return false;
+  }();
+  if ((!best.all_full || spread) && options.repack) {
     Packing other =
         Pack(snap, grants, /*keep_first=*/false, options.defrag_moves, options.avoid_spread_sharing, options.price);
-    if (other.gpus > best.gpus) {
+    if (other.gpus > best.gpus || (spread && other.gpus == best.gpus && value(other) > value(best))) {
       best = std::move(other);
       repacked = true;
     }

@@ -93,14 +93,18 @@ struct PlaceOptions {
   // way gets fewer GPUs, as the Pollux artifact's repair drops replicas.
   // Defragmentation (defrag_moves) is not tried under it.
   bool avoid_spread_sharing = false;
-  // What a job's allocation is worth on `gpus` GPUs of `type` over `nodes`
-  // nodes (its goodput), or unset. When set, a grant the placement spreads
-  // over more nodes than the fewest that could hold it (the fragments
-  // between kept jobs) is weighed against the most GPUs, up to its count,
-  // that fit on that fewest count of nodes, each priced at the nodes it
-  // actually spans, and the better is placed: as the Pollux artifact's
-  // search scores an allocation by its speedup at the nodes it spans.
-  using Price = std::function<double(const JobView& job, int type, int gpus, int nodes)>;
+  // What a job's allocation is worth to the policy on `gpus` GPUs of `type`
+  // over `nodes` nodes, `moved` when it is not the job's current one (a
+  // restart), or unset. When set, as the Pollux artifact's search scores an
+  // allocation at the nodes it spans:
+  //  - a grant the placement spreads over more nodes than the fewest that
+  //    could hold it (the fragments between kept jobs) is weighed against
+  //    the most GPUs, up to its count, that fit on that fewest count of
+  //    nodes, and the better is placed;
+  //  - when some grant is spread so, the fresh packing (every job re-placed,
+  //    largest first) is tried too, and taken when it places as many GPUs
+  //    and is worth more in total.
+  using Price = std::function<double(const JobView& job, int type, int gpus, int nodes, bool moved)>;
   Price price;
 };
 struct PlaceStats {

@@ -631,7 +631,7 @@ TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) 
   PlaceOptions options;
   options.repack = false;
   // A second node costs a lot: 3 GPUs on one node beat 4 over two.
-  options.price = [](const JobView&, int, int gpus, int nodes) { return gpus / static_cast<double>(nodes * nodes); };
+  options.price = [](const JobView&, int, int gpus, int nodes, bool) { return gpus / static_cast<double>(nodes * nodes); };
   std::vector<Allocation> compact = After(snap, PlaceGrants(snap, grants, options));
   EXPECT_EQ(compact[c.index].gpus(), 3);
   EXPECT_EQ(compact[c.index].nodes(), 1);
@@ -639,14 +639,14 @@ TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) 
   EXPECT_EQ(compact[b.index], b.alloc);
   ExpectNoDoubleBooking(snap, compact);
   // Spreading costs nothing: the 4 over two nodes stay.
-  options.price = [](const JobView&, int, int gpus, int) { return static_cast<double>(gpus); };
+  options.price = [](const JobView&, int, int gpus, int, bool) { return static_cast<double>(gpus); };
   std::vector<Allocation> spread = After(snap, PlaceGrants(snap, grants, options));
   EXPECT_EQ(spread[c.index].gpus(), 4);
   EXPECT_EQ(spread[c.index].nodes(), 2);
   // With the repack, the grant short by choice is held whole on one node
   // by re-placing every job.
   options.repack = true;
-  options.price = [](const JobView&, int, int gpus, int nodes) { return gpus / static_cast<double>(nodes * nodes); };
+  options.price = [](const JobView&, int, int gpus, int nodes, bool) { return gpus / static_cast<double>(nodes * nodes); };
   PlaceStats stats;
   std::vector<Allocation> repacked = After(snap, PlaceGrants(snap, grants, options, &stats));
   EXPECT_TRUE(stats.repacked);

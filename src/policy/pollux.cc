@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <queue>
+#include <unordered_map>
+#include <utility>
 
 #include "policy/goodput_alloc.h"
 #include "policy/goodput_oracle.h"
@@ -39,8 +41,13 @@ class PolluxPolicy : public Policy {
     std::vector<GoodputGrant> grants = AllocateByMarginalUtility(curves_, capacity);
     PlaceOptions place;
     place.avoid_spread_sharing = avoid_interference_;
-    place.price = [&oracle](const JobView& job, int type, int gpus, int nodes) {
-      return oracle.Goodput(job, type, gpus, nodes);
+    // A placement is worth its term of the power mean at the nodes it
+    // spans, a move discounted as a re-allocation (the curves' terms).
+    place.price = [&](const JobView& job, int type, int gpus, int nodes, bool moved) {
+      auto it = terms_.find(job.index);
+      if (it == terms_.end()) return utility_none_;
+      const auto [base, factor] = it->second;
+      return Utility(oracle.Goodput(job, type, gpus, nodes) / base * (moved ? factor : 1.0));
     };
     return PlaceGrants(snap, grants, place);
   }
@@ -84,6 +91,7 @@ class PolluxPolicy : public Policy {
     int total = 0;
     for (int c : capacity) total += c;
     const int njobs = static_cast<int>(snap.jobs.size());
+    terms_.clear();
     if (njobs == 0 || total == 0) return false;
     int fair = std::max(1, (total + njobs - 1) / njobs);
     // Each job's curves are built in place in curves_, reusing the vectors
@@ -113,6 +121,7 @@ class PolluxPolicy : public Policy {
       // 0 (arriving on a round) waits one round, as in the artifact.
       double age = ToSeconds(snap.now - job->spec->submit);
       double factor = std::max(0.0, age - job->restarts * restart_penalty_s_) / (age + restart_penalty_s_);
+      terms_[job->index] = {base, factor};
       if (used == curves_.size()) curves_.emplace_back();
       JobCurves& jc = curves_[used];
       jc.job = job;
@@ -157,6 +166,9 @@ class PolluxPolicy : public Policy {
   int max_gpus_;
   bool avoid_interference_;
   double utility_none_;  // Utility(0)
+  // Per job index, the last BuildCurves's fair-share goodput (the speedup's
+  // denominator) and re-allocation factor: what PlaceOptions::price reads.
+  std::unordered_map<int, std::pair<double, double>> terms_;
   PolicyTraits traits_;
   GoodputCache cache_;
   std::vector<JobCurves> curves_;  // scratch: the last decision's curves
