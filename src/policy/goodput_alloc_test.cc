@@ -622,7 +622,8 @@ struct OneGpuOnEachNode {
 // PlaceOptions::price: a grant the placement would spread over more nodes
 // than it needs is weighed against the most GPUs that fit on that fewest
 // count, each priced at the nodes it spans; placed short by choice, it
-// calls for the repack.
+// calls for the repack; placed whole but spread, the repack is taken when
+// it is worth more.
 TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) {
   OneGpuOnEachNode s;
   JobView &a = s.a, &b = s.b, &c = s.c;
@@ -653,6 +654,22 @@ TEST(GoodputAllocTest, PlaceGrantsPricesAFragmentedPlacementAgainstACompactOne) 
   EXPECT_EQ(repacked[c.index].gpus(), 4);
   EXPECT_EQ(repacked[c.index].nodes(), 1);
   ExpectNoDoubleBooking(snap, repacked);
+  // A second node costs half a GPU: 4 over two nodes (3.5) beat 3 on one,
+  // so the grant is placed whole but spread, and the fresh packing (c on
+  // one node, a and b moved beside each other) is taken when it is worth
+  // more: not when each move costs a GPU's worth.
+  for (double move : {0.0, 1.0}) {
+    options.price = [move](const JobView&, int, int gpus, int nodes, bool moved) {
+      return gpus - 0.5 * (nodes - 1) - (moved ? move : 0.0);
+    };
+    PlaceStats st;
+    std::vector<Allocation> after = After(snap, PlaceGrants(snap, grants, options, &st));
+    ExpectNoDoubleBooking(snap, after);
+    EXPECT_EQ(after[c.index].gpus(), 4) << move;
+    EXPECT_EQ(st.repacked, move == 0.0) << move;
+    EXPECT_EQ(after[c.index].nodes(), move == 0.0 ? 1 : 2) << move;
+    EXPECT_EQ(after[a.index] == a.alloc && after[b.index] == b.alloc, move != 0.0) << move;
+  }
 }
 
 // Explicit defragmentation: two 1-GPU jobs sit on the two 4-GPU T4 nodes,
