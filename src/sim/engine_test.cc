@@ -416,6 +416,14 @@ TEST(SimEngineTest, ArtifactRoundsEndJobsAtRoundEndsAndChargeTimeDebtInRounds) {
   EXPECT_DOUBLE_EQ(a.jct_s(), std::ceil(a0.jct_s() / 300) * 300);
   EXPECT_DOUBLE_EQ(std::fmod(b.jct_s(), 300), 0.0);
   EXPECT_GE(ToSeconds(b.first_start), a.jct_s()) << "b starts when a's GPUs are freed, at the round's end";
+  // A horizon mid-round after a's work is done: the run ends there, and a
+  // with it (not left holding GPUs with its work done).
+  SimConfig cut = rounds;
+  const double half = (a0.jct_s() + a.jct_s()) / 2;
+  cut.horizon = Seconds(half);
+  const SimResult rc = Simulate(c, w, "fcfs", cut).result;
+  EXPECT_EQ(Find(rc, "a").outcome, JobOutcome::kFinished);
+  EXPECT_NEAR(Find(rc, "a").jct_s(), half, 1e-6);
 
   // Time debt: 150 s x 2 GPUs = 300 s, one round: nothing lost; 150 s x 4
   // = 600 s: one round lost.

@@ -293,9 +293,10 @@ void SimBackend::Impl::Complete(JobState& j) {
   found.decide = true;
 }
 
-void SimBackend::Impl::TouchRunningAndCompleteDone() {
-  // Jobs that end at round boundaries hold their GPUs until then.
-  const bool can_end = EndOfRound(now) == now;
+void SimBackend::Impl::TouchRunningAndCompleteDone(bool at_run_end) {
+  // Jobs that end at round boundaries hold their GPUs until then, unless
+  // the run itself ends first (its horizon mid-round).
+  const bool can_end = at_run_end || EndOfRound(now) == now;
   std::vector<int> done;
   for (int idx : running) {
     JobState& j = jobs[idx];

@@ -264,8 +264,9 @@ struct SimBackend::Impl {
   void Complete(sim_detail::JobState& j);
 
   // Brings every job holding GPUs up to `now` and completes, in index
-  // order, the running ones whose work is done (WorkDone).
-  void TouchRunningAndCompleteDone();
+  // order, the running ones whose work is done (WorkDone); with
+  // SimConfig::complete_at_rounds only at a round's end, or `at_run_end`.
+  void TouchRunningAndCompleteDone(bool at_run_end = false);
 
   void ScheduleFailure(int node);
 

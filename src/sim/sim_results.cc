@@ -68,7 +68,7 @@ Result<SimResult> SimBackend::Impl::Finish(SimTime at, int64_t decisions, int64_
     bool stalled = Quiescent();
     SimTime saved = now;
     now = end;
-    TouchRunningAndCompleteDone();
+    TouchRunningAndCompleteDone(/*at_run_end=*/true);
     for (JobState& j : jobs) {
       if ((j.status == Status_::kActive || j.status == Status_::kProfiling) && j.view.phase == JobPhase::kPending)
         Touch(j);
