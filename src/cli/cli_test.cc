@@ -164,6 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "model gpt3-1.3b trains in bf16 (its default precision), which v100-32g (volta) does not support; "
                  "give --precision fp32|"},
         BadInput{"serve_names_the_one_bad_flag", {"serve", "--tokens", "t", "--poll", "0"}, "error: --poll 0: expected seconds in (0, 3600]"},
+        BadInput{"serve_autoscale_by_without_autoscale", {"serve", "--tokens", "t", "--autoscale-by", "throughput"},
+                 "--autoscale-window and --autoscale-by apply with --autoscale only"},
         BadInput{"unknown_command", {"schedule"}, "commands: gpus node-types models estimate plan accuracy kernels calibrate clusters policies gen-trace simulate "
                  "compare sweep submit jobs job cancel nodes loadtest"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -9,9 +9,7 @@ namespace tessel {
 Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window, std::string_view by) {
   if (window < 1 || window > 10000)
     return InvalidArgument("--autoscale-window: expected 1 to 10000 rounds, got " + std::to_string(window));
-  if (by != "goodput" && by != "throughput")
-    return InvalidArgument("--autoscale-by '" + std::string(by) +
-                           "': expected goodput (Pollux) or throughput (a throughput-based auto-scaler)");
+  TESSEL_RETURN_IF_ERROR(CheckSpeedupBasis(by));
   const std::string what = "--autoscale '" + std::string(text) +
                            "': expected MIN:MAX or MIN:MAX:LOW,HIGH (nodes 1 <= MIN <= MAX <= " +
                            std::to_string(cluster_nodes) + ", the cluster's; utilities 0 <= LOW < HIGH, default "
@@ -39,6 +37,12 @@ Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes,
     c.high = *hi;
   }
   return c;
+}
+
+Status CheckSpeedupBasis(std::string_view by) {
+  if (by == "goodput" || by == "throughput") return Status::Ok();
+  return InvalidArgument("--autoscale-by '" + std::string(by) +
+                         "': expected goodput (Pollux) or throughput (a throughput-based auto-scaler)");
 }
 
 Status CheckAutoscalePolicy(const Policy& policy) {

@@ -54,6 +54,8 @@ struct AutoscaleConfig {
 // naming the flag and what is accepted.
 Result<AutoscaleConfig> ParseAutoscale(std::string_view text, int cluster_nodes, int window = 15,
                                        std::string_view by = "goodput");
+// InvalidArgument unless `by` is "goodput" or "throughput" (--autoscale-by).
+Status CheckSpeedupBasis(std::string_view by);
 
 // InvalidArgument unless `policy` can be auto-scaled: it decides at rounds
 // and prices a cluster size (PolicyTraits::prices_cluster_size).

@@ -223,6 +223,10 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(const DaemonOptions& options) {
   m->opt = options;
   if (m->opt.tessel_binary.empty()) m->opt.tessel_binary = ThisExecutable();
   if (m->opt.tokens_file.empty()) return InvalidArgument("--tokens: required (lines 'TOKEN USER [admin]')");
+  // Refused before anything is stored.
+  if (m->opt.autoscale.empty() && (m->opt.autoscale_window != 15 || m->opt.autoscale_by != "goodput"))
+    return InvalidArgument("--autoscale-window and --autoscale-by apply with --autoscale only");
+  TESSEL_RETURN_IF_ERROR(CheckSpeedupBasis(m->opt.autoscale_by));
   auto tokens = TokenStore::Load(m->opt.tokens_file);
   if (!tokens.ok()) return tokens.status();
   m->tokens = std::make_unique<TokenStore>(std::move(*tokens));
