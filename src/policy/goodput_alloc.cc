@@ -333,6 +333,12 @@ std::optional<Allocation> Defragment(FreeMap& fm, const Cluster& cluster, int ty
   return grant;
 }
 
+// Whether `gpus` GPUs over `nodes` can hold the grant's job: a job without
+// an agent shrunk below its grant must still fit (memory) there.
+bool HoldsShrunk(const Snapshot& snap, const GoodputGrant& g, int gpus, int nodes) {
+  return gpus >= g.gpus || g.job->agent != nullptr || snap.belief->Rate(*g.job->spec, g.type, gpus, nodes).fits;
+}
+
 // `a` (n GPUs of the grant's type, taken from `fm`) spread over more nodes
 // than the fewest that hold n: the most GPUs in [lo, n] that fit on that
 // fewest count replace it when `price` values them higher at the nodes
@@ -345,9 +351,7 @@ int PreferCompact(const Snapshot& snap, FreeMap& fm, const GoodputGrant& g, int 
   for (int m = n; m >= lo; --m) {
     std::optional<Allocation> b = fm.Place(g.type, m, k);
     if (!b) continue;
-    // A job without an agent must still fit (memory) on fewer GPUs.
-    const bool fits = m == g.gpus || g.job->agent != nullptr || snap.belief->Rate(*g.job->spec, g.type, m, b->nodes()).fits;
-    if (fits && price(*g.job, g.type, m, b->nodes(), *b != g.job->alloc) >
+    if (HoldsShrunk(snap, g, m, b->nodes()) && price(*g.job, g.type, m, b->nodes(), *b != g.job->alloc) >
                     price(*g.job, g.type, n, a.nodes(), a != g.job->alloc)) {
       a = std::move(*b);
       return m;
@@ -425,9 +429,7 @@ Packing Pack(const Snapshot& snap, const std::vector<GoodputGrant>& grants, bool
     bool done = false;
     for (int n = g->gpus; n >= lo && !done; --n) {
       if (auto a = fm.Place(g->type, n, g->max_nodes)) {
-        // A shrunk job without an agent must still fit (memory) there.
-        if (n < g->gpus && g->job->agent == nullptr &&
-            !snap.belief->Rate(s, g->type, n, a->nodes()).fits) {
+        if (!HoldsShrunk(snap, *g, n, a->nodes())) {
           fm.Release(*a);
           continue;
         }
