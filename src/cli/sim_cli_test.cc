@@ -384,7 +384,7 @@ TEST(SimCli, ArtifactSettingGivesAJobAtMostSixteenGpus) {
   TESSEL_REQUIRE_DATA();
   std::string trace = TempFile("one16.csv",
                                "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,gpu_type\n"
-                               "a,1000,50000,bert__1.3B,,256,16,a40\n");
+                               "a,1000,50000,bert__2.6B,,512,16,v100\n");
   auto most = [&](const std::string& setting) {
     std::string log = ::tessel::testing::ProcessTempDir() + "/one16_" + setting + ".log";
     Out r = Tessel({"simulate", "--cluster", "arena-1280", "--truth", "arena-db", "--setting", setting, "--trace", trace,

@@ -406,6 +406,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& th
     auto loaded = ArenaDbThroughput::Load(path, setup.cluster, estimator);
     if (!loaded.ok()) return Status(loaded.status().code(), "--truth arena-db: " + loaded.status().message());
     db = std::move(*loaded);
+    if (setup.arena_artifact) db->AnswerAsTheArtifactsQuerier();
     profiled_db = std::make_unique<ProfiledThroughput>(setup.cluster, *db);
     truth = profiled_db.get();
   }

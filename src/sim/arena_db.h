@@ -6,7 +6,9 @@
 // and (hosts, GPUs per host, GPU type) when the database has that entry;
 // -1 in the database (measured out of memory) is "does not fit". Shapes the
 // database lacks (other models, uneven splits, other GPU types) are
-// answered by the fallback model, and counted.
+// answered by the fallback model, and counted; under `--setting
+// arena-artifact` they are answered as the artifact's own querier answers
+// them instead (AnswerAsTheArtifactsQuerier).
 #pragma once
 
 #include <map>
@@ -34,6 +36,17 @@ class ArenaDbThroughput : public ThroughputModel {
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   // The fallback's questions: the shapes the database does not hold.
   void Prefetch(std::span<const RateQuery> queries) override;
+  // Shapes the database lacks are answered as the Arena artifact's
+  // DatabaseQuerier answers its optimal-plan queries (sjtu-epcc/arena at
+  // 65573a2, db_querier.py:102-140 and :142-149, :208-245): the mesh's own
+  // entry; else the type's best locality for the count (one node up to its
+  // GPUs per node, else whole nodes), its throughput x 0.9 for each halving
+  // of the GPUs per host (LOCALITY_SCALE_FACTOR, macro/macro_def.py:73);
+  // else the same mesh of a larger model of the family, x 1.8 per size step
+  // (PARAM_NUM_SCALE_FACTOR, :75); else "does not fit". An iteration longer
+  // than the 300 s round does not fit either. Models outside Arena's
+  // families still go to the fallback model.
+  void AnswerAsTheArtifactsQuerier() { artifact_querier_ = true; }
   int64_t measured_answers() const { return measured_; }
   int64_t fallback_answers() const { return fallbacks_; }
 
@@ -42,6 +55,9 @@ class ArenaDbThroughput : public ThroughputModel {
   // The database's seconds for the shape (<= 0: measured out of memory);
   // nullptr when it has none.
   const double* Measured(const JobSpec& job, int type, int gpus, int nodes) const;
+  // The artifact querier's answer for a shape the database lacks.
+  JobRate QuerierRate(const JobSpec& job, int type, int gpus, int nodes) const;
+  const double* Find(const std::string& key, int type, int hosts, int per_host) const;
 
   // (model key "bert_1.3B_128", GPU, hosts, GPUs per host) -> seconds.
   using Key = std::tuple<std::string, const GpuSpec*, int, int>;
@@ -51,6 +67,7 @@ class ArenaDbThroughput : public ThroughputModel {
   std::map<std::tuple<std::string, int, int, int, int>, JobRate> cache_;
   int64_t measured_ = 0;
   int64_t fallbacks_ = 0;
+  bool artifact_querier_ = false;
 };
 
 }  // namespace tessel

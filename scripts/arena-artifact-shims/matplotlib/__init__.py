@@ -1,0 +1,7 @@
+from _anything import NOTHING
+
+__all__ = []
+
+
+def __getattr__(name):
+    return NOTHING
