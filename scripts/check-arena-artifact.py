@@ -20,7 +20,7 @@ a != a", glpios02.c). --sia-negative-as-infeasible runs a copy of the artifact i
 throughput counts as infeasible (INFEASIBLE_THR), the one line changed.
 
 usage: scripts/check-arena-artifact.py ARTIFACT_DIR [--traces pai,venus]
-           [--policies fcfs,gavel,elasticflow-l,sia] [--rounds N] [--sia-negative-as-infeasible]
+           [--policies fcfs,gavel,elasticflow-l,sia,crius] [--rounds N] [--sia-negative-as-infeasible]
            [--tessel build/tessel]
 ARTIFACT_DIR: the artifact's tree without its large runtime/ logs, e.g. from a clone
 `git archive 65573a2 -- . ':!runtime' | tar -x -C DIR`. Needs python3-numpy, python3-pandas,
@@ -40,7 +40,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHIMS = os.path.join(ROOT, "scripts", "arena-artifact-shims")
-TESSEL_POLICY = {"fcfs": "fcfs", "gavel": "gavel", "elasticflow-l": "elasticflow:admission=false", "sia": "sia"}
+TESSEL_POLICY = {"fcfs": "fcfs", "gavel": "gavel", "elasticflow-l": "elasticflow:admission=false", "sia": "sia",
+                 "crius": "arena"}
 ARTIFACT_TRACE = {"pai": "pai", "venus": "helios", "philly": "philly"}
 ROUND_S = 300
 
