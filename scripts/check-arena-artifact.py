@@ -11,7 +11,8 @@ and matplotlib, pylab and statsmodels (plotting only). Nothing in the artifact i
 For each trace and policy it runs the artifact (`simulator.py --policy P --trace_type T
 --enable_alpa`, its default round limit or --rounds), reads its round count and its results
 (jct_<trace>/<policy>_jct.npy: the finished jobs' JCTs; the last round's running and pending
-counts), then runs tessel for as many 300 s rounds and prints both side by side.
+counts), then runs tessel to the time the artifact's last round counts (rounds - 1 times 300 s)
+and prints both side by side.
 
 The artifact's Sia values a 2-16 GPU cell by a throughput that is negative where the profile
 database holds -1 (out of memory), and takes its square root (baselines/sia_sched.py:105-107,
@@ -60,7 +61,7 @@ def run_artifact(tree, policy, trace, rounds, out):
     status = re.findall(r"Runtime job status: (\d+) in running \| (\d+) in pending", text)
     running, pending = (int(status[-1][0]), int(status[-1][1])) if status else (0, 0)
     jcts = []
-    for f in glob.glob(os.path.join(out, f"jct_*/{policy}_jct.npy")):
+    for f in glob.glob(os.path.join(out, f"jct*/{policy}_jct.npy")):
         read = subprocess.run(["/usr/bin/python3", "-c", "import json, sys, numpy; "
                                "print(json.dumps([float(x) for x in numpy.load(sys.argv[1])]))", f],
                               capture_output=True, check=True)
@@ -75,9 +76,12 @@ def run_artifact(tree, policy, trace, rounds, out):
 
 
 def run_tessel(binary, data, policy, trace, rounds):
+    """tessel to the time the artifact's last round counts: each round first advances the running
+    jobs by the round before it and ends those done (scheduler.py:3475-3477, :419), so the work
+    of its last round is never counted; `rounds` rounds end at (rounds - 1) x 300 s."""
     argv = [binary, "simulate", "--cluster", "arena-1280", "--setting", "arena-artifact",
             "--trace", os.path.join(data, "arena", "traces", f"simulate_trace_{trace}.csv"),
-            "--policy", TESSEL_POLICY[policy], "--horizon", f"{rounds * ROUND_S}s", "--json", "--no-progress",
+            "--policy", TESSEL_POLICY[policy], "--horizon", f"{(rounds - 1) * ROUND_S}s", "--json", "--no-progress",
             "--data", data]
     proc = subprocess.run(argv, capture_output=True)
     if proc.returncode != 0:

@@ -46,7 +46,13 @@ class ArenaDbThroughput : public ThroughputModel {
   // (PARAM_NUM_SCALE_FACTOR, :75); else "does not fit". An iteration longer
   // than the 300 s round does not fit either. Models outside Arena's
   // families still go to the fallback model.
-  void AnswerAsTheArtifactsQuerier() { artifact_querier_ = true; }
+  // `scaled` = false: the artifact's data-parallel queries, which its
+  // baselines decide on (only_dp, db_querier.py:246-286): the same entries,
+  // their times taken as they are, without the 0.9 and 1.8 factors.
+  void AnswerAsTheArtifactsQuerier(bool scaled = true) {
+    artifact_querier_ = true;
+    querier_scaled_ = scaled;
+  }
   int64_t measured_answers() const { return measured_; }
   int64_t fallback_answers() const { return fallbacks_; }
 
@@ -68,6 +74,7 @@ class ArenaDbThroughput : public ThroughputModel {
   int64_t measured_ = 0;
   int64_t fallbacks_ = 0;
   bool artifact_querier_ = false;
+  bool querier_scaled_ = true;
 };
 
 }  // namespace tessel
