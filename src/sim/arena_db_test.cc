@@ -70,6 +70,20 @@ TEST(ArenaDbThroughput, AnswersUnmeasuredShapesAsTheArtifactsQuerier) {
   EXPECT_EQ((*db)->fallback_answers(), 1);
 }
 
+// The artifact's data-parallel queries, which its baselines decide on, take
+// the same entries without the scale factors.
+TEST(ArenaDbThroughput, TheArtifactsDataParallelQueriesTakeTimesUnscaled) {
+  Cluster c = A100s();
+  EstimatorThroughput est(c, PlanMode::kDataParallel);
+  auto db = ArenaDbThroughput::Load(Database(kDb), c, est);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  (*db)->AnswerAsTheArtifactsQuerier(/*scaled=*/false);
+  JobSpec bert = Job("bert__1.3B", 128);
+  EXPECT_DOUBLE_EQ((*db)->Rate(bert, 0, 4, 2).iteration_time_s, 2.0);  // 1 x 4's own time
+  EXPECT_DOUBLE_EQ((*db)->Rate(bert, 0, 1, 1).iteration_time_s, 9.0);  // the 2.6B model's own time
+  EXPECT_FALSE((*db)->Rate(bert, 0, 2, 1).fits);
+}
+
 // Without the setting, unmeasured shapes go to the fallback model.
 TEST(ArenaDbThroughput, AsksTheFallbackForShapesItLacksByDefault) {
   Cluster c = A100s();
