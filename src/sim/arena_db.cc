@@ -1,6 +1,8 @@
 #include "sim/arena_db.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "calib/arena_database.h"
 #include "core/strings.h"
