@@ -20,6 +20,9 @@ database holds -1 (out of memory), and takes its square root (baselines/sia_sche
 a != a", glpios02.c). --sia-negative-as-infeasible runs a copy of the artifact in which such a
 throughput counts as infeasible (INFEASIBLE_THR), the one line changed.
 
+--self-test checks the cvxpy stand-in alone (no artifact needed): random programs of the forms the
+artifact's Gavel and Sia build, solved by both back ends, against enumerating every assignment.
+
 usage: scripts/check-arena-artifact.py ARTIFACT_DIR [--traces pai,venus]
            [--policies fcfs,gavel,elasticflow-l,sia,crius] [--rounds N] [--sia-negative-as-infeasible]
            [--tessel build/tessel]
@@ -91,7 +94,79 @@ def run_tessel(binary, data, policy, trace, rounds):
             "jct_h": s["avg_jct_s"] / 3600}
 
 
+SELF_TEST = r'''
+import itertools, random, sys
+import numpy as np
+import cvxpy as cp
+
+def brute(shape, value, feasible):
+    best = None
+    for bits in itertools.product((0, 1), repeat=shape[0] * shape[1]):
+        x = np.array(bits, dtype=float).reshape(shape)
+        if feasible(x):
+            v = value(x)
+            best = v if best is None or v > best + 1e-9 else best
+    return best
+
+rng = random.Random(7)
+checked = 0
+for trial in range(40):
+    jobs, types = rng.randint(2, 3), rng.randint(2, 4)
+    thr = np.array([[round(rng.uniform(0, 5), 3) for _ in range(types)] for _ in range(jobs)])
+    need = np.array([rng.choice((1, 2, 4)) for _ in range(jobs)], dtype=float)
+    cap = np.array([rng.choice((2, 4, 6)) for _ in range(types)], dtype=float)
+    gn = np.tile(need, (types, 1)).T
+    if trial % 2 == 0:   # Gavel's form: each job one type, the types' GPU counts
+        def build(x):
+            cons = [x >= 0, cp.sum(x, axis=1) == 1]
+            for i in range(types):
+                cons.append(cp.sum(cp.multiply(x, gn), axis=0)[i] <= cap[i])
+            return cp.Maximize(cp.sum(cp.sum(cp.multiply(thr, x), axis=1))), cons
+        def feasible(x):
+            return (x.sum(axis=1) == 1).all() and ((x * gn).sum(axis=0) <= cap).all()
+        def value(x):
+            return float((thr * x).sum())
+    else:                # Sia's: the last job at most one cell, a penalty, a slice of the counts
+        def build(x):
+            cons = [x >= 0, cp.sum(x[:-1], axis=1) == 1, cp.sum(x[-1]) <= 1,
+                    cp.sum(cp.sum(cp.multiply(x, gn), axis=0)[0:2]) <= cap[0]]
+            return cp.Maximize(cp.sum(cp.sum(cp.multiply(thr, x), axis=1), axis=0) + (1 - cp.sum(x[-1]) * -1)), cons
+        def feasible(x):
+            return ((x[:-1].sum(axis=1) == 1).all() and x[-1].sum() <= 1
+                    and (x * gn).sum(axis=0)[0:2].sum() <= cap[0])
+        def value(x):
+            return float((thr * x).sum() + 1 + x[-1].sum())
+    want = brute((jobs, types), value, feasible)
+    for solver in (cp.GLPK_MI, cp.CPLEX):
+        x = cp.Variable((jobs, types), boolean=True)
+        objective, cons = build(x)
+        problem = cp.Problem(objective, cons)
+        problem.solve(solver=solver, verbose=False)
+        if want is None:
+            assert problem.status != "optimal", (trial, solver)
+            continue
+        assert problem.status == "optimal", (trial, solver, problem.status)
+        got = value(np.where(np.array(x.value) >= 0.5, 1.0, 0.0))
+        assert abs(got - want) < 1e-6, (trial, solver, got, want)
+        assert abs(problem.value - want) < 1e-6, (trial, solver, problem.value, want)
+        checked += 1
+# GLPK never picks a NaN column when another one will do (the artifact's Sia relies on it).
+x = cp.Variable((1, 3), boolean=True)
+problem = cp.Problem(cp.Maximize(cp.sum(cp.multiply(np.array([[float("nan"), 1.0, 2.0]]), x))), [cp.sum(x) <= 1])
+problem.solve(solver=cp.GLPK_MI)
+assert list(np.array(x.value).reshape(-1)) == [0.0, 0.0, 1.0], x.value
+print(f"cvxpy stand-in: {checked} programs equal to enumeration (GLPK and HiGHS); NaN column skipped")
+'''
+
+
+def self_test():
+    proc = subprocess.run(["/usr/bin/python3", "-c", SELF_TEST], env=dict(os.environ, PYTHONPATH=SHIMS))
+    sys.exit(proc.returncode)
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("artifact")
     ap.add_argument("--traces", default="pai,venus")
