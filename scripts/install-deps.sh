@@ -8,6 +8,8 @@
 # at build time; its browser test drives headless Chromium (chromium,
 # chromium-driver, python3-selenium). The Python module (`import tessel`)
 # builds with pybind11 against Debian's python3; its tests use pandas.
+# scripts/check-arena-artifact.py runs the Arena artifact's simulator with
+# numpy, pandas, scipy and cvxopt (its cvxpy stand-in solves with them).
 set -euo pipefail
 PACKAGES=(
   build-essential cmake ccache
@@ -18,6 +20,7 @@ PACKAGES=(
   munge slurmctld slurmd slurm-client
   python3-torch
   pybind11-dev python3-dev python3-pandas
+  python3-scipy python3-cvxopt
   clang libclang-rt-dev llvm
   chromium chromium-driver python3-selenium
 )
