@@ -39,8 +39,9 @@ void SimFlags::Add(CLI::App& app) {
                  "arena-db seen by every policy, shapes it lacks answered as the artifact's querier answers them "
                  "(best locality x 0.9 per halving of GPUs per host, else a larger model x 1.8 per size, else "
                  "not fit), baselines data-parallel only, deciding on the querier's unscaled answers and refused "
-                 "where dp_mem.json says it does not fit, restarts cost a full plan search for baselines (150 s/GPU, at most 600 s) and "
-                 "the pruned one for arena (10 s/GPU, at most 40 s) on every allocation, no checkpoint or "
+                 "where dp_mem.json says it does not fit, restarts cost a full plan search for baselines "
+                 "(150 s/GPU, at most 600 s) and the pruned one for arena (10 s/GPU, at most 40 s) on every "
+                 "allocation, no checkpoint or "
                  "restart overhead, deadlines 5x looser) or ddl-paper (Wang et al.'s shared-GPU simulator for "
                  "ada-srsf, srsf-avoid and srsf-accept on profiled-model traces: GPUs shared by memory, 1 ms "
                  "steps, their k-way contention law; see docs/contention.md); see docs/deadlines-and-settings.md");

@@ -111,7 +111,9 @@ JobRate ArenaDbThroughput::QuerierRate(const JobSpec& job, int type, int gpus, i
   rate.iteration_time_s = querier_scaled_ ? seconds / scale : seconds;
   rate.samples_per_s = job.global_batch / rate.iteration_time_s;
   auto model = FindModel(job.model);
-  if (model.ok() && (*model)->kind == ModelKind::kTransformer) rate.tokens_per_s = rate.samples_per_s * (*model)->SeqLen();
+  if (model.ok() && (*model)->kind == ModelKind::kTransformer) {
+    rate.tokens_per_s = rate.samples_per_s * (*model)->SeqLen();
+  }
   return rate;
 }
 
