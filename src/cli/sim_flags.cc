@@ -404,9 +404,9 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& th
   std::unique_ptr<ArenaDbThroughput> db, dp_db;
   std::unique_ptr<ProfiledThroughput> profiled_db, dp_profiled;
   std::unique_ptr<ArenaDpMemoryGate> gate;
-  const std::string db_path = (std::filesystem::path(DataDir(f.data)) / "arena/database/prof_database.json").string();
   if (setup.truth == "arena-db") {
-    auto loaded = ArenaDbThroughput::Load(db_path, setup.cluster, estimator);
+    std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/prof_database.json").string();
+    auto loaded = ArenaDbThroughput::Load(path, setup.cluster, estimator);
     if (!loaded.ok()) return Status(loaded.status().code(), "--truth arena-db: " + loaded.status().message());
     db = std::move(*loaded);
     if (setup.arena_artifact) db->AnswerAsTheArtifactsQuerier();
@@ -422,10 +422,7 @@ Result<SimResult> RunPolicy(const SimSetup& setup, const SimFlags& f, Policy& th
       // The baselines decide on the artifact's data-parallel queries (the
       // querier's entries without its scale factors); jobs run at the
       // optimal plan's, the truth's.
-      auto dp = ArenaDbThroughput::Load(db_path, setup.cluster, estimator);
-      if (!dp.ok()) return Status(dp.status().code(), "--setting arena-artifact: " + dp.status().message());
-      dp_db = std::move(*dp);
-      dp_db->AnswerAsTheArtifactsQuerier(/*scaled=*/false);
+      dp_db = db->ArtifactDataParallelView();
       dp_profiled = std::make_unique<ProfiledThroughput>(setup.cluster, *dp_db);
       std::string path = (std::filesystem::path(DataDir(f.data)) / "arena/database/dp_mem.json").string();
       auto loaded = ArenaDpMemoryGate::Load(path, setup.cluster, *dp_profiled);

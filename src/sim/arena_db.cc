@@ -22,6 +22,24 @@ const std::map<std::string, std::vector<std::string>>& ArenaFamilies() {
   return families;
 }
 
+// The database's key: family "bert", size "1.3B", batch 128 -> "bert_1.3B_128".
+std::string KeyOf(std::string_view family, std::string_view size, int batch) {
+  return std::string(family) + "_" + std::string(size) + "_" + std::to_string(batch);
+}
+
+// A job that runs: one iteration in `seconds`.
+JobRate Runs(const JobSpec& job, double seconds) {
+  JobRate rate;
+  rate.fits = true;
+  rate.iteration_time_s = seconds;
+  rate.samples_per_s = job.global_batch / seconds;
+  auto model = FindModel(job.model);
+  if (model.ok() && (*model)->kind == ModelKind::kTransformer) {
+    rate.tokens_per_s = rate.samples_per_s * (*model)->SeqLen();
+  }
+  return rate;
+}
+
 constexpr double kLocalityScale = 0.9;   // LOCALITY_SCALE_FACTOR
 constexpr double kParamNumScale = 1.8;   // PARAM_NUM_SCALE_FACTOR
 constexpr double kRoundS = 300;          // SCHEDULING_INTERVAL: longer iterations are infeasible
@@ -39,10 +57,18 @@ Result<std::unique_ptr<ArenaDbThroughput>> ArenaDbThroughput::Load(const std::st
   return db;
 }
 
+std::unique_ptr<ArenaDbThroughput> ArenaDbThroughput::ArtifactDataParallelView() const {
+  std::unique_ptr<ArenaDbThroughput> view(new ArenaDbThroughput(cluster_, fallback_));
+  view->measured_s_ = measured_s_;
+  view->AnswerAsTheArtifactsQuerier(/*scaled=*/false);
+  return view;
+}
+
 std::string ArenaDbKey(const JobSpec& job) {
   size_t sep = job.model.find("__");
   if (sep == std::string::npos) return "";
-  return job.model.substr(0, sep) + "_" + job.model.substr(sep + 2) + "_" + std::to_string(job.global_batch);
+  return KeyOf(std::string_view(job.model).substr(0, sep), std::string_view(job.model).substr(sep + 2),
+               job.global_batch);
 }
 
 const double* ArenaDbThroughput::Find(const std::string& key, int type, int hosts, int per_host) const {
@@ -50,15 +76,14 @@ const double* ArenaDbThroughput::Find(const std::string& key, int type, int host
   return m != measured_s_.end() ? &m->second : nullptr;
 }
 
-const double* ArenaDbThroughput::Measured(const JobSpec& job, int type, int gpus, int nodes) const {
-  const std::string key = ArenaDbKey(job);
+const double* ArenaDbThroughput::Measured(const std::string& key, int type, int gpus, int nodes) const {
   if (key.empty() || nodes <= 0 || gpus % nodes != 0) return nullptr;
   return Find(key, type, nodes, gpus / nodes);
 }
 
-JobRate ArenaDbThroughput::QuerierRate(const JobSpec& job, int type, int gpus, int nodes) const {
+JobRate ArenaDbThroughput::QuerierRate(const std::string& key, const JobSpec& job, int type, int gpus,
+                                       int nodes) const {
   JobRate rate;
-  const std::string key = ArenaDbKey(job);
   const int per_host = std::max(1, gpus / std::max(1, nodes));
   const int capacity = std::max(1, cluster_.types()[type].max_gpus_per_node);
   // The best locality: one node up to its capacity, else whole nodes.
@@ -67,7 +92,7 @@ JobRate ArenaDbThroughput::QuerierRate(const JobSpec& job, int type, int gpus, i
   double seconds = 0;
   double scale = 1;  // on throughput
   std::string how;
-  if (const double* s = Measured(job, type, gpus, nodes); s != nullptr) {
+  if (const double* s = Measured(key, type, gpus, nodes); s != nullptr) {
     seconds = *s;
     how = "its own mesh";
   } else if (const double* s = Find(key, type, best_hosts, best_per_host); s != nullptr) {
@@ -84,7 +109,7 @@ JobRate ArenaDbThroughput::QuerierRate(const JobSpec& job, int type, int gpus, i
       const auto& sizes = family->second;
       auto at = std::find(sizes.begin(), sizes.end(), job.model.substr(sep + 2));
       for (auto next = at == sizes.end() ? sizes.end() : at + 1; next != sizes.end() && grown == nullptr; ++next) {
-        grown = Find(family->first + "_" + *next + "_" + std::to_string(job.global_batch), type, nodes, per_host);
+        grown = Find(KeyOf(family->first, *next, job.global_batch), type, nodes, per_host);
         if (grown != nullptr) {
           const int steps = static_cast<int>(next - at);
           scale = std::pow(kParamNumScale, steps);
@@ -107,22 +132,15 @@ JobRate ArenaDbThroughput::QuerierRate(const JobSpec& job, int type, int gpus, i
     rate.reason = "an iteration of " + FormatDouble(seconds) + " s at " + how + " outlasts the 300 s round";
     return rate;
   }
-  rate.fits = true;
-  rate.iteration_time_s = querier_scaled_ ? seconds / scale : seconds;
-  rate.samples_per_s = job.global_batch / rate.iteration_time_s;
-  auto model = FindModel(job.model);
-  if (model.ok() && (*model)->kind == ModelKind::kTransformer) {
-    rate.tokens_per_s = rate.samples_per_s * (*model)->SeqLen();
-  }
-  return rate;
+  return Runs(job, querier_scaled_ ? seconds / scale : seconds);
 }
 
 void ArenaDbThroughput::Prefetch(std::span<const RateQuery> queries) {
   std::vector<RateQuery> fallback;
   for (const RateQuery& q : queries) {
     if (cache_.count(std::make_tuple(q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes)) != 0) continue;
-    if (Measured(*q.job, q.type, q.gpus, q.nodes) != nullptr) continue;
-    if (artifact_querier_ && !ArenaDbKey(*q.job).empty()) continue;
+    const std::string key = ArenaDbKey(*q.job);
+    if ((artifact_querier_ && !key.empty()) || Measured(key, q.type, q.gpus, q.nodes) != nullptr) continue;
     fallback.push_back({q.job, q.type, q.gpus, q.nodes});
   }
   fallback_.Prefetch(fallback);
@@ -133,19 +151,15 @@ const JobRate& ArenaDbThroughput::Rate(const JobSpec& job, int type, int gpus, i
   auto it = cache_.find(ckey);
   if (it != cache_.end()) return it->second;
   JobRate rate;
-  const double* seconds = Measured(job, type, gpus, nodes);
-  if (artifact_querier_ && !ArenaDbKey(job).empty()) {
+  const std::string key = ArenaDbKey(job);
+  const double* seconds = nullptr;
+  if (artifact_querier_ && !key.empty()) {
     ++measured_;
-    rate = QuerierRate(job, type, gpus, nodes);
-  } else if (seconds != nullptr) {
+    rate = QuerierRate(key, job, type, gpus, nodes);
+  } else if ((seconds = Measured(key, type, gpus, nodes)) != nullptr) {
     ++measured_;
     if (*seconds > 0) {
-      rate.fits = true;
-      rate.iteration_time_s = *seconds;
-      rate.samples_per_s = job.global_batch / *seconds;
-      auto model = FindModel(job.model);
-      if (model.ok()) rate.tokens_per_s = rate.samples_per_s * (*model)->SeqLen();
-      if (model.ok() && (*model)->kind != ModelKind::kTransformer) rate.tokens_per_s = 0;
+      rate = Runs(job, *seconds);
     } else {
       rate.reason = "measured out of memory (prof_database: -1)";
     }

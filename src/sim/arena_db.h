@@ -53,16 +53,20 @@ class ArenaDbThroughput : public ThroughputModel {
     artifact_querier_ = true;
     querier_scaled_ = scaled;
   }
+  // The same measured table, answering as the artifact's data-parallel
+  // queries (AnswerAsTheArtifactsQuerier(false)), with the same fallback:
+  // what the artifact's baselines decide on, without reading the file again.
+  std::unique_ptr<ArenaDbThroughput> ArtifactDataParallelView() const;
   int64_t measured_answers() const { return measured_; }
   int64_t fallback_answers() const { return fallbacks_; }
 
  private:
   ArenaDbThroughput(const Cluster& cluster, ThroughputModel& fallback) : cluster_(cluster), fallback_(fallback) {}
-  // The database's seconds for the shape (<= 0: measured out of memory);
-  // nullptr when it has none.
-  const double* Measured(const JobSpec& job, int type, int gpus, int nodes) const;
-  // The artifact querier's answer for a shape the database lacks.
-  JobRate QuerierRate(const JobSpec& job, int type, int gpus, int nodes) const;
+  // The database's seconds for the shape of the model and batch `key`
+  // (ArenaDbKey; <= 0: measured out of memory); nullptr when it has none.
+  const double* Measured(const std::string& key, int type, int gpus, int nodes) const;
+  // The artifact querier's answer for the shape (`key`: the job's ArenaDbKey).
+  JobRate QuerierRate(const std::string& key, const JobSpec& job, int type, int gpus, int nodes) const;
   const double* Find(const std::string& key, int type, int hosts, int per_host) const;
 
   // (model key "bert_1.3B_128", GPU, hosts, GPUs per host) -> seconds.

@@ -77,11 +77,12 @@ TEST(ArenaDbThroughput, TheArtifactsDataParallelQueriesTakeTimesUnscaled) {
   EstimatorThroughput est(c, PlanMode::kDataParallel);
   auto db = ArenaDbThroughput::Load(Database(kDb), c, est);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  (*db)->AnswerAsTheArtifactsQuerier(/*scaled=*/false);
+  (*db)->AnswerAsTheArtifactsQuerier();
+  std::unique_ptr<ArenaDbThroughput> dp = (*db)->ArtifactDataParallelView();
   JobSpec bert = Job("bert__1.3B", 128);
-  EXPECT_DOUBLE_EQ((*db)->Rate(bert, 0, 4, 2).iteration_time_s, 2.0);  // 1 x 4's own time
-  EXPECT_DOUBLE_EQ((*db)->Rate(bert, 0, 1, 1).iteration_time_s, 9.0);  // the 2.6B model's own time
-  EXPECT_FALSE((*db)->Rate(bert, 0, 2, 1).fits);
+  EXPECT_DOUBLE_EQ(dp->Rate(bert, 0, 4, 2).iteration_time_s, 2.0);  // 1 x 4's own time
+  EXPECT_DOUBLE_EQ(dp->Rate(bert, 0, 1, 1).iteration_time_s, 9.0);  // the 2.6B model's own time
+  EXPECT_FALSE(dp->Rate(bert, 0, 2, 1).fits);
 }
 
 // Without the setting, unmeasured shapes go to the fallback model.

@@ -20,7 +20,7 @@ class Expression:
 
     @property
     def size(self):
-        return int(np.prod(self.shape)) if self.shape else 1
+        return int(np.prod(self.shape))
 
     def __getitem__(self, idx):
         pos = np.arange(self.size).reshape(self.shape)[idx]
@@ -31,8 +31,7 @@ class Expression:
         if isinstance(other, Expression):
             a, b = _broadcast(self, other.shape), _broadcast(other, self.shape)
             return Expression(self.var, a.A + sign * b.A, a.const + sign * b.const, a.shape)
-        c = np.broadcast_to(np.asarray(other, dtype=float), self.shape).reshape(-1) if self.shape else np.asarray(other, dtype=float).reshape(-1)
-        return Expression(self.var, self.A, self.const + sign * c, self.shape)
+        return Expression(self.var, self.A, self.const + sign * _flat(other, self.shape), self.shape)
 
     def __add__(self, other):
         return self._affine(other, 1.0)
@@ -56,8 +55,7 @@ class Expression:
     __rmul__ = __mul__
 
     def _cmp(self, other, lo, hi):
-        rhs = np.broadcast_to(np.asarray(other, dtype=float), self.shape).reshape(-1) if self.shape else np.asarray(other, dtype=float).reshape(-1)
-        b = rhs - self.const
+        b = _flat(other, self.shape) - self.const
         return Constraint(self.A, np.where(lo, b, -np.inf), np.where(hi, b, np.inf))
 
     def __eq__(self, other):
@@ -70,6 +68,11 @@ class Expression:
         return self._cmp(other, True, False)
 
     __hash__ = object.__hash__
+
+
+def _flat(constant, shape):
+    """A constant broadcast to `shape`, flattened in C order (one element for a scalar shape)."""
+    return np.broadcast_to(np.asarray(constant, dtype=float), shape).reshape(-1)
 
 
 def _broadcast(e, shape):
