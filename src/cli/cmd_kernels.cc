@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "calib/conv_timings.h"
 #include "calib/kernel_timings.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -18,13 +19,87 @@ namespace {
 
 std::string Pct(double v) { return FormatDouble(100 * v, 3) + "%"; }
 
+// --fp32-convs: DeepBench's V100 FP32 convolutions against the estimator,
+// and the architecture's fp32_conv figures they give.
+int Fp32Convs(const CommandIo& io, const PerfParams& params, bool rows, bool json) {
+  const GpuSpec& gpu = **FindGpu("v100-32g");
+  auto convs = LoadConvCsv(EmbeddedDeepBenchV100ConvsCsv(), "deepbench-v100-fp32-convs.csv");
+  if (!convs.ok()) {
+    io.err << "error: " << convs.status().message() << "\n";
+    return 2;
+  }
+  const ArchEfficiency& arch = params.ForArch(gpu.arch);
+  ArchEfficiency plain = arch;
+  plain.fp32_conv = 0;
+  plain.fp32_conv_dim_half = 0;
+  plain.fp32_winograd = 1;
+  std::vector<double> now = PredictConvs(*convs, gpu, params, arch);
+  std::vector<double> gemm = PredictConvs(*convs, gpu, params, plain);
+  ConvFit fit = FitFp32Convs(*convs, gpu, params);
+  struct Line {
+    const char* name;
+    ConvFitSummary all, winograd;
+  };
+  Line lines[] = {{"as the GEMMs (fp32_conv 0)", SummarizeConvs(*convs, gemm), SummarizeConvs(*convs, gemm, true)},
+                  {"with the figures", SummarizeConvs(*convs, now), SummarizeConvs(*convs, now, true)}};
+  if (json) {
+    nlohmann::json j;
+    j["gpu"] = gpu.name;
+    j["fit"] = {{"fp32_conv", fit.fp32_conv}, {"fp32_conv_dim_half", fit.fp32_conv_dim_half},
+                {"fp32_winograd", fit.fp32_winograd}};
+    j["estimator"] = {{"fp32_conv", arch.fp32_conv}, {"fp32_conv_dim_half", arch.fp32_conv_dim_half},
+                      {"fp32_winograd", arch.fp32_winograd}};
+    for (const Line& l : lines) {
+      auto sum = [](const ConvFitSummary& s) {
+        return nlohmann::json{{"rows", s.rows}, {"median_ratio", s.median_ratio},
+                              {"median_abs_error", s.median_abs_error}, {"p90_abs_error", s.p90_abs_error}};
+      };
+      j["summaries"].push_back({{"priced", l.name}, {"all", sum(l.all)}, {"winograd_shapes", sum(l.winograd)}});
+    }
+    if (rows) {
+      for (size_t i = 0; i < convs->size(); ++i)
+        j["rows"].push_back({{"id", (*convs)[i].id}, {"measured_s", (*convs)[i].measured_s()},
+                             {"predicted_s", now[i]}, {"fwd_algo", (*convs)[i].fwd_algo}});
+    }
+    io.out << JsonText(j, 2) << "\n";
+    return 0;
+  }
+  if (rows) {
+    TextTable t({"id", "app", "input WxHxC", "N", "K", "RxS/stride", "cuDNN forward", "measured s", "predicted s",
+                 "ratio"});
+    for (size_t i = 0; i < convs->size(); ++i) {
+      const ConvMeasurement& r = (*convs)[i];
+      t.AddRow({r.id, r.app, std::to_string(r.w) + "x" + std::to_string(r.h) + "x" + std::to_string(r.c),
+                std::to_string(r.n), std::to_string(r.k),
+                std::to_string(r.r) + "x" + std::to_string(r.s) + "/" + std::to_string(r.stride_h), r.fwd_algo,
+                FormatDouble(r.measured_s(), 4), FormatDouble(now[i], 4), FormatDouble(r.measured_s() / now[i], 3)});
+    }
+    io.out << t.Render() << "\n";
+  }
+  TextTable t({"priced", "rows", "measured/predicted", "median |err|", "p90 |err|", "3x3 s1: rows",
+               "measured/predicted", "median |err|"});
+  for (const Line& l : lines)
+    t.AddRow({l.name, std::to_string(l.all.rows), FormatDouble(l.all.median_ratio, 3), Pct(l.all.median_abs_error),
+              Pct(l.all.p90_abs_error), std::to_string(l.winograd.rows), FormatDouble(l.winograd.median_ratio, 3),
+              Pct(l.winograd.median_abs_error)});
+  io.out << "DeepBench's FP32 convolutions on a V100 (" << convs->size()
+         << " rows, deepbench-v100-fp32-convs.csv; forward + both gradients) against the estimator:\n"
+         << t.Render() << "\n";
+  TextTable a({"figure", "fit to the file", "estimator (" + arch.arch + ")"});
+  a.AddRow({"fp32_conv (implicit GEMM, of the FP32 peak)", FormatDouble(fit.fp32_conv, 3), FormatDouble(arch.fp32_conv, 3)});
+  a.AddRow({"fp32_conv_dim_half", FormatDouble(fit.fp32_conv_dim_half, 3), FormatDouble(arch.fp32_conv_dim_half, 3)});
+  a.AddRow({"fp32_winograd (3x3 stride 1)", FormatDouble(fit.fp32_winograd, 3), FormatDouble(arch.fp32_winograd, 3)});
+  io.out << "The least-squares fit (log time) on its grid, beside the values params.cc holds:\n" << a.Render();
+  return 0;
+}
+
 }  // namespace
 
 CommandAction SetupKernels(CLI::App& app, CommandIo io) {
   struct Flags {
     std::string csv, gpu = "h100-sxm";
     ParamsFlag params;
-    bool rows = false, json = false;
+    bool rows = false, json = false, fp32_convs = false;
   };
   auto f = std::make_shared<Flags>();
   app.footer(
@@ -38,17 +113,29 @@ CommandAction SetupKernels(CLI::App& app, CommandIo io) {
       "GEMM ratio, attention asymptotes and half-points (the values params.cc holds).\n"
       "Default input: the built-in data/measured/h100-kernels.csv (one H100 SXM, PyTorch\n"
       "2.11); measure another GPU with scripts/measure-kernels.py --out DIR and pass\n"
-      "--csv DIR/kernels.csv --gpu TYPE.");
+      "--csv DIR/kernels.csv --gpu TYPE.\n"
+      "--fp32-convs: DeepBench's published V100 FP32 convolution timings (built-in\n"
+      "data/measured/deepbench-v100-fp32-convs.csv, cuDNN 7.6) against the estimator's\n"
+      "convolutions, and the Volta fp32_conv figures they fit (Winograd for 3x3 stride 1).");
   app.add_option("--csv", f->csv, "kernels.csv written by scripts/measure-kernels.py (default: built-in H100 SXM)");
   app.add_option("--gpu", f->gpu, "GPU type the file was measured on (see `tessel gpus`)")->default_str("h100-sxm");
   f->params.Add(app);
   app.add_flag("--rows", f->rows, "Print every row");
   app.add_flag("--json", f->json, "Print JSON");
+  app.add_flag("--fp32-convs", f->fp32_convs,
+               "Compare DeepBench's V100 FP32 convolutions instead (built in; --csv and --gpu do not apply)");
   return [io, f]() -> int {
     auto params = f->params.Resolve();
     if (!params.ok()) {
       io.err << "error: " << params.status().message() << "\n";
       return 2;
+    }
+    if (f->fp32_convs) {
+      if (!f->csv.empty()) {
+        io.err << "error: --fp32-convs compares the built-in DeepBench file; leave out --csv\n";
+        return 2;
+      }
+      return Fp32Convs(io, **params, f->rows, f->json);
     }
     auto gpu = FindGpu(f->gpu);
     if (!gpu.ok()) {

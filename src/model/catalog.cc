@@ -198,7 +198,7 @@ auto TransformerFields(const TransformerShape& t) {
 }
 
 auto ConvFields(const ConvOp& c) {
-  return std::tie(c.out_hw, c.cin, c.cout, c.kernel, c.batch_norm);
+  return std::tie(c.out_hw, c.cin, c.cout, c.kernel, c.batch_norm, c.stride);
 }
 
 // Catalog names and aliases; `canonical` as Canonical() makes it.

@@ -17,7 +17,7 @@ Result<CnnShape> BuildResNet(int depth, int base_channels, int width_factor, int
   s.image = image;
   s.num_classes = num_classes;
   int64_t hw = image / 2;  // 7x7 stride-2 stem
-  s.blocks.push_back({"stem", {{hw * hw, 3, base_channels, 7, true}}});
+  s.blocks.push_back({"stem", {{hw * hw, 3, base_channels, 7, true, 2}}});
   hw /= 2;  // 3x3 stride-2 max-pool
   int64_t in = base_channels;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -27,10 +27,12 @@ Result<CnnShape> BuildResNet(int depth, int base_channels, int width_factor, int
       CnnBlock blk;
       blk.name = "stage" + std::to_string(i + 1) + "." + std::to_string(b);
       blk.convs.push_back({hw * hw, in, filters, 1, true});
-      blk.convs.push_back({out_hw * out_hw, filters, filters * width_factor, 3, true});
+      // ResNet v1.5: a downsampling block strides its 3x3 convolution (and the projection).
+      const int stride = out_hw != hw ? 2 : 1;
+      blk.convs.push_back({out_hw * out_hw, filters, filters * width_factor, 3, true, stride});
       blk.convs.push_back({out_hw * out_hw, filters * width_factor, filters * 4, 1, true});
       if (in != filters * 4 || out_hw != hw)
-        blk.convs.push_back({out_hw * out_hw, in, filters * 4, 1, true});  // projection
+        blk.convs.push_back({out_hw * out_hw, in, filters * 4, 1, true, stride});  // projection
       s.blocks.push_back(std::move(blk));
       in = filters * 4;
       hw = out_hw;

@@ -70,6 +70,7 @@ struct ConvOp {
   int64_t cout = 0;
   int kernel = 1;           // k x k
   bool batch_norm = true;   // followed by BN (+ReLU)
+  int stride = 1;
   double Params() const;
   // Forward multiply-add FLOPs per sample (2 * m * n * k).
   double FlopsPerSample() const;

@@ -50,14 +50,22 @@ ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, const PerfPa
   seq_half_causal_ = a.attention_seq_half_causal;
   overhead_s_ = params.kernel_overhead_s;
   dim_half_ = params.gemm_dim_half;
+  conv_eff_ = gemm_eff_;
+  conv_half_ = dim_half_;
+  if (precision == Precision::kFp32 && framework.cudnn_fp32_convs && a.fp32_conv > 0) {
+    conv_eff_ = std::clamp(a.fp32_conv * framework.kernel_efficiency, 0.01, 1.0);
+    if (a.fp32_conv_dim_half > 0) conv_half_ = a.fp32_conv_dim_half;
+    winograd_ = std::max(1.0, a.fp32_winograd);
+  }
   tile_ = params.gemm_tile;
   sms_ = gpu.sms;
 }
 
-double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff,
-                            bool layout) const {
+double ComputeModel::GemmAt(double m, double n, double k, double count, double peak, double eff, bool layout,
+                            double half, double fewer) const {
   if (m <= 0 || n <= 0 || k <= 0 || count <= 0) return 0.0;
-  double flops = 2.0 * m * n * k;
+  double flops = 2.0 * m * n * k / fewer;
+  auto U = [half](double x) { return x / (x + half); };
   // The batch of `count` GEMMs fills the SMs in waves of output tiles.
   double wave = 1.0;
   if (sms_ > 0) {
@@ -81,8 +89,8 @@ double ComputeModel::Gemm(double m, double n, double k, double count) const {
   return GemmAt(m, n, k, count, peak_, gemm_eff_, true);
 }
 
-double ComputeModel::ConvGemm(double m, double n, double k) const {
-  return GemmAt(m, n, k, 1, peak_, gemm_eff_, false);
+double ComputeModel::ConvGemm(double m, double n, double k, bool winograd) const {
+  return GemmAt(m, n, k, 1, peak_, conv_eff_, false, conv_half_, winograd ? winograd_ : 1.0);
 }
 
 double ComputeModel::LinearGemm(double m, double n, double k, double count) const {

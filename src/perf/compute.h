@@ -12,6 +12,8 @@
 // attention have their own half-points).
 #pragma once
 
+#include <cstdint>
+
 #include "hardware/gpu.h"
 #include "perf/params.h"
 
@@ -47,7 +49,18 @@ class ComputeModel {
   // A convolution as an implicit GEMM (m = batch x output pixels, n = output
   // channels, k = input channels x kernel area): as Gemm, except that its
   // dimensions are not judged for alignment (cuDNN and XLA pad channels).
-  double ConvGemm(double m, double n, double k) const;
+  // In FP32 on an architecture whose CUDA-core convolutions differ from its
+  // GEMMs (ArchEfficiency::fp32_conv), at their efficiency and half-point,
+  // and a 3x3 stride-1 one (`winograd`) with fp32_winograd times fewer multiplies.
+  double ConvGemm(double m, double n, double k, bool winograd = false) const;
+  // Whether cuDNN runs a convolution by Winograd in FP32 (where the
+  // architecture's fp32_winograd says it does): 3x3, stride 1, at least 32
+  // input channels. DeepBench's V100 results: all 28 such shapes ran
+  // WINOGRAD or WINOGRAD_NONFUSED forward; the 4 with 1 to 16 channels
+  // ran implicit GEMMs (data/measured/deepbench-v100-fp32-convs.csv).
+  static bool WinogradShape(int kernel_h, int kernel_w, int stride, int64_t in_channels) {
+    return kernel_h == 3 && kernel_w == 3 && stride == 1 && in_channels >= 32;
+  }
   // Whether linear layers run in FP8.
   bool fp8_linear() const { return fp8_linear_; }
   // Seconds to quantize `elements` 16-bit values to FP8 with their amax
@@ -70,7 +83,12 @@ class ComputeModel {
 
  private:
   double U(double x) const { return x / (x + dim_half_); }
-  double GemmAt(double m, double n, double k, double count, double peak, double eff, bool layout) const;
+  double GemmAt(double m, double n, double k, double count, double peak, double eff, bool layout) const {
+    return GemmAt(m, n, k, count, peak, eff, layout, dim_half_, 1.0);
+  }
+  // `half` for U; the GEMM's multiplies divided by `fewer`.
+  double GemmAt(double m, double n, double k, double count, double peak, double eff, bool layout, double half,
+                double fewer) const;
   double peak_;        // FLOP/s of 16-bit GEMMs for FP8 runs, else of the precision
   double linear_peak_; // FP8 peak when fp8_linear_, else peak_
   double linear_eff_;
@@ -83,6 +101,9 @@ class ComputeModel {
   double seq_half_ = 48, seq_half_causal_ = 48;  // ArchEfficiency::attention_seq_half*
   double overhead_s_;
   double dim_half_;
+  // ConvGemm's efficiency and half-point, and Winograd's saving (FP32 on
+  // the CUDA cores: ArchEfficiency::fp32_conv; else the GEMMs', and 1).
+  double conv_eff_, conv_half_, winograd_ = 1.0;
   double tile_;  // output tile side of one thread block (PerfParams::gemm_tile)
   int sms_;      // 0: the GPU's SM count is unknown, no wave quantization
 };

@@ -253,7 +253,7 @@ LayerCost CnnBlockCost(const Ctx& c, const CnnBlock& b) {
   for (size_t j = 0; j < b.convs.size(); ++j) {
     const ConvOp& op = b.convs[j];
     double m = mb * op.out_hw, n = op.cout / t, k = op.cin * op.kernel * op.kernel;
-    double gemm = c.cm.ConvGemm(m, n, k);
+    double gemm = c.cm.ConvGemm(m, n, k, ComputeModel::WinogradShape(op.kernel, op.kernel, op.stride, op.cin));
     if (transposes) {
       const bool reads_block_input = j == 0 || op.cin != b.convs[j - 1].cout;  // first, or projection
       const ConvOp& src = reads_block_input ? b.convs[0] : b.convs[j - 1];

@@ -117,6 +117,12 @@ std::vector<ArchEfficiency> ArchDefaults() {
   h.memory = 0.89;
   h.unaligned_gemm = 0.20;
   h.legacy_gemm = 0.636;  // FlashAttention-2 / FlashAttention-3, published (params.h)
+  // DeepBench's V100 FP32 convolutions (params.h; the fit in
+  // calib/conv_timings.h, which conv_timings_test.cc checks against the file).
+  ArchEfficiency& volta = *std::find_if(v.begin(), v.end(), [](const ArchEfficiency& a) { return a.arch == "volta"; });
+  volta.fp32_conv = 0.72;
+  volta.fp32_conv_dim_half = 16;
+  volta.fp32_winograd = 2.25;
   return v;
 }
 
@@ -144,6 +150,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
 
   FrameworkProfile l = m;
   l.name = "megatron-legacy";
+  l.cudnn_fp32_convs = true;  // NVIDIA's PyTorch examples: DeepLearningExamples' ConvNets (params.h)
   l.uneven_pipeline_stages = false;
   l.fp8 = false;
   l.note =
@@ -219,6 +226,7 @@ std::vector<FrameworkProfile> FrameworkDefaults() {
   // the best is FlashAttention-2.
   FrameworkProfile pt = f;
   pt.name = "pytorch";
+  pt.cudnn_fp32_convs = true;  // params.h
   pt.note =
       "Plain PyTorch training (a single GPU or DDP): eager modules (nn.LayerNorm, F.gelu, "
       "residual adds as separate kernels), scaled_dot_product_attention with its default "
@@ -365,8 +373,8 @@ nlohmann::json ArchJson(const ArchEfficiency& a) {
           {"attention_fa2", a.attention_fa2}, {"attention_best", a.attention_best}, {"memory", a.memory},
           {"fp8_gemm_ratio", a.fp8_gemm_ratio}, {"attention_seq_half", a.attention_seq_half},
           {"attention_seq_half_causal", a.attention_seq_half_causal}, {"unaligned_gemm", a.unaligned_gemm},
-          {"legacy_gemm", a.legacy_gemm},
-          {"fitted", a.fitted}, {"source", a.source}};
+          {"legacy_gemm", a.legacy_gemm}, {"fp32_conv", a.fp32_conv}, {"fp32_conv_dim_half", a.fp32_conv_dim_half},
+          {"fp32_winograd", a.fp32_winograd}, {"fitted", a.fitted}, {"source", a.source}};
 }
 
 const char* AttentionKernelKey(AttentionKernel k) {
@@ -394,6 +402,7 @@ constexpr std::pair<const char*, bool FrameworkProfile::*> kFrameworkFlags[] = {
     {"native_kernels", &FrameworkProfile::native_kernels},
     {"search_prices_grad_sync_per_micro_batch", &FrameworkProfile::search_prices_grad_sync_per_micro_batch},
     {"search_sees_no_convolutions", &FrameworkProfile::search_sees_no_convolutions},
+    {"cudnn_fp32_convs", &FrameworkProfile::cudnn_fp32_convs},
     {"interleaved_pipeline", &FrameworkProfile::interleaved_pipeline},
     {"uneven_pipeline_stages", &FrameworkProfile::uneven_pipeline_stages},
     {"balanced_pipeline_stages", &FrameworkProfile::balanced_pipeline_stages},
@@ -515,6 +524,9 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       e->attention_seq_half_causal = a.value("attention_seq_half_causal", e->attention_seq_half_causal);
       e->unaligned_gemm = a.value("unaligned_gemm", e->unaligned_gemm);
       e->legacy_gemm = a.value("legacy_gemm", e->legacy_gemm);
+      e->fp32_conv = a.value("fp32_conv", e->fp32_conv);
+      e->fp32_conv_dim_half = a.value("fp32_conv_dim_half", e->fp32_conv_dim_half);
+      e->fp32_winograd = a.value("fp32_winograd", e->fp32_winograd);
       e->fitted = a.value("fitted", false);
       e->source = a.value("source", "");
       TESSEL_RETURN_IF_ERROR(fraction(e->gemm, field + ": " + e->arch + ": gemm"));
@@ -522,6 +534,11 @@ Result<PerfParams> PerfParamsFromJson(const std::string& text, const std::string
       TESSEL_RETURN_IF_ERROR(fraction(e->fp8_gemm_ratio, field + ": " + e->arch + ": fp8_gemm_ratio"));
       TESSEL_RETURN_IF_ERROR(fraction(e->unaligned_gemm, field + ": " + e->arch + ": unaligned_gemm"));
       TESSEL_RETURN_IF_ERROR(fraction(e->legacy_gemm, field + ": " + e->arch + ": legacy_gemm"));
+      if (!(e->fp32_conv >= 0 && e->fp32_conv <= 1) || !(e->fp32_conv_dim_half >= 0 && e->fp32_conv_dim_half <= 1e6) ||
+          !(e->fp32_winograd >= 1 && e->fp32_winograd <= 4))
+        return InvalidArgument(source + ": " + field + ": " + e->arch +
+                               ": expected fp32_conv in [0, 1] (0 = as the GEMMs), fp32_conv_dim_half in [0, 1e6] "
+                               "(0 = gemm_dim_half), fp32_winograd in [1, 4] (F(2x2, 3x3) saves 2.25x)");
       if (!(e->attention_seq_half >= 0 && e->attention_seq_half <= 1e6 && e->attention_seq_half_causal >= 0 &&
             e->attention_seq_half_causal <= 1e6))
         return InvalidArgument(source + ": " + field + ": " + e->arch +

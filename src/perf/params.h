@@ -70,6 +70,19 @@ struct ArchEfficiency {
   // SXM: FP8 1,403 of 1,979 TFLOP/s = 70.9%, BF16 794 of 989 = 80.3%;
   // data/measured/kernel-ceilings.csv). Not fitted.
   double fp8_gemm_ratio = 0.883;
+  // FP32 convolutions on the CUDA cores where they differ from the
+  // architecture's tensor-core GEMMs (an architecture without TF32: FP32
+  // runs FFMA): the implicit GEMM's fraction of the FP32 peak, its
+  // dimension half-point (gemm_dim_half's rule; CUDA-core tiles idle less on
+  // narrow channels), and the multiplies a 3x3 stride-1 convolution saves by
+  // the Winograd algorithm cuDNN picks for it (F(2x2, 3x3): 2.25 times
+  // fewer). 0 (and 1) = as its GEMMs. Volta: fitted on DeepBench's V100 FP32
+  // convolutions (data/measured/deepbench-v100-fp32-convs.csv, cuDNN 7.6;
+  // calib/conv_timings.h), whose forward algorithm is WINOGRAD or
+  // WINOGRAD_NONFUSED for 28 of 32 such shapes. Not fitted on training steps.
+  double fp32_conv = 0;
+  double fp32_conv_dim_half = 0;
+  double fp32_winograd = 1;
   bool fitted = false;        // set by calibration: rows of this architecture existed
   std::string source;
 };
@@ -255,6 +268,18 @@ struct FrameworkProfile {
   // expert) and, among equals, by the estimate: the plan such a search
   // picks, not the fastest.
   bool search_sees_no_convolutions = false;
+  // Its FP32 convolutions are cuDNN's as PyTorch calls them (its heuristics
+  // or benchmark mode): on an architecture with ArchEfficiency::fp32_conv
+  // figures (Volta) they run at those, 3x3 stride-1 ones by Winograd. Plain
+  // PyTorch (pytorch) and NVIDIA's PyTorch examples (megatron-legacy:
+  // DeepLearningExamples' ConvNets, whose FP32 ResNet-50 on V100s shows it).
+  // Not the frameworks the planner picks by plan (megatron, fsdp, deepspeed:
+  // no CNN is trained with them, and a simulated CNN job without a framework
+  // is priced as theirs). Alpa's XLA runs on the Arena V100s do not show it:
+  // their one- and two-GPU FP32 Wide-ResNet steps take 0.80-0.84 of the time
+  // Winograd gives them and 1.01-1.09 of the implicit GEMMs'
+  // (leave-one-source-out).
+  bool cudnn_fp32_convs = false;
   // BF16 runs with ZeRO 0 or 1: gradients accumulated into an fp32 copy
   // outside the backward kernels after every micro-batch, in bytes moved per
   // parameter this GPU holds. DeepSpeed's BF16_Optimizer: its pipeline engine calls
