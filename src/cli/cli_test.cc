@@ -189,6 +189,22 @@ TEST(Cli, KernelsJsonContract) {
   EXPECT_NE(bad.err.find("k.csv: missing column 'm'"), std::string::npos) << bad.err;
 }
 
+// `tessel kernels --fp32-convs`: DeepBench's V100 convolutions, the fit
+// equal to the Volta figures the estimator holds; --csv does not apply.
+TEST(Cli, KernelsFp32ConvsJsonContract) {
+  Out r = RunTessel({"kernels", "--fp32-convs", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpu"], "v100-32g");
+  for (const char* k : {"fp32_conv", "fp32_conv_dim_half", "fp32_winograd"})
+    EXPECT_EQ(j["fit"][k], j["estimator"][k]) << k;
+  ASSERT_EQ(j["summaries"].size(), 2u);
+  EXPECT_EQ(j["summaries"][1]["all"]["rows"], 94);
+  Out bad = RunTessel({"kernels", "--fp32-convs", "--csv", "x.csv"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("leave out --csv"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, CatalogCommands) {
   Out g = RunTessel({"gpus"});
   EXPECT_EQ(g.code, 0);

@@ -86,7 +86,8 @@ int Fp32Convs(const CommandIo& io, const PerfParams& params, bool rows, bool jso
          << " rows, deepbench-v100-fp32-convs.csv; forward + both gradients) against the estimator:\n"
          << t.Render() << "\n";
   TextTable a({"figure", "fit to the file", "estimator (" + arch.arch + ")"});
-  a.AddRow({"fp32_conv (implicit GEMM, of the FP32 peak)", FormatDouble(fit.fp32_conv, 3), FormatDouble(arch.fp32_conv, 3)});
+  a.AddRow({"fp32_conv (implicit GEMM, of the FP32 peak)", FormatDouble(fit.fp32_conv, 3),
+            FormatDouble(arch.fp32_conv, 3)});
   a.AddRow({"fp32_conv_dim_half", FormatDouble(fit.fp32_conv_dim_half, 3), FormatDouble(arch.fp32_conv_dim_half, 3)});
   a.AddRow({"fp32_winograd (3x3 stride 1)", FormatDouble(fit.fp32_winograd, 3), FormatDouble(arch.fp32_winograd, 3)});
   io.out << "The least-squares fit (log time) on its grid, beside the values params.cc holds:\n" << a.Render();
