@@ -70,7 +70,7 @@ struct ConvOp {
   int64_t cout = 0;
   int kernel = 1;           // k x k
   bool batch_norm = true;   // followed by BN (+ReLU)
-  int stride = 1;
+  int stride = 1;           // spatial stride (2: a downsampling convolution)
   double Params() const;
   // Forward multiply-add FLOPs per sample (2 * m * n * k).
   double FlopsPerSample() const;

@@ -49,9 +49,11 @@ class ComputeModel {
   // A convolution as an implicit GEMM (m = batch x output pixels, n = output
   // channels, k = input channels x kernel area): as Gemm, except that its
   // dimensions are not judged for alignment (cuDNN and XLA pad channels).
-  // In FP32 on an architecture whose CUDA-core convolutions differ from its
-  // GEMMs (ArchEfficiency::fp32_conv), at their efficiency and half-point,
-  // and a 3x3 stride-1 one (`winograd`) with fp32_winograd times fewer multiplies.
+  // In FP32, for a framework whose convolutions are cuDNN's as PyTorch calls
+  // them (FrameworkProfile::cudnn_fp32_convs), on an architecture whose
+  // CUDA-core convolutions differ from its GEMMs (ArchEfficiency::fp32_conv):
+  // at their efficiency and half-point, and a Winograd one (`winograd`,
+  // WinogradShape) with fp32_winograd times fewer multiplies.
   double ConvGemm(double m, double n, double k, bool winograd = false) const;
   // Whether cuDNN runs a convolution by Winograd in FP32 (where the
   // architecture's fp32_winograd says it does): 3x3, stride 1, at least 32
