@@ -64,20 +64,27 @@ Result<std::vector<ConvMeasurement>> LoadConvCsv(std::string_view text, const st
   return out;
 }
 
-std::vector<double> PredictConvs(const std::vector<ConvMeasurement>& rows, const GpuSpec& gpu,
-                                 const PerfParams& params, const ArchEfficiency& arch) {
+namespace {
+
+// `params` with `arch` as the figures of `gpu`'s architecture.
+PerfParams WithArch(const PerfParams& params, const GpuSpec& gpu, const ArchEfficiency& arch) {
   PerfParams p = params;
   if (ArchEfficiency* a = p.MutableArch(gpu.arch); a != nullptr) {
     *a = arch;
   } else {
     p.fallback = arch;
   }
+  return p;
+}
+
+// PredictConvs with the architecture's figures already in `params`.
+std::vector<double> Predict(const std::vector<ConvMeasurement>& rows, const GpuSpec& gpu, const PerfParams& params) {
   // cuDNN called directly: kernel efficiency 1.
   FrameworkProfile fw = params.frameworks.front();
   fw.kernel_efficiency = 1.0;
   fw.native_kernels = true;
   fw.cudnn_fp32_convs = true;
-  ComputeModel cm(gpu, Precision::kFp32, p, fw);
+  ComputeModel cm(gpu, Precision::kFp32, params, fw);
   std::vector<double> out;
   out.reserve(rows.size());
   for (const ConvMeasurement& r : rows) {
@@ -86,6 +93,24 @@ std::vector<double> PredictConvs(const std::vector<ConvMeasurement>& rows, const
     out.push_back(g * (r.bwd_data_s > 0 ? 3 : 2));
   }
   return out;
+}
+
+}  // namespace
+
+double ConvMeasurement::forward_tflops() const {
+  return 2.0 * n * p * q * static_cast<double>(k) * c * r * s / fwd_s / 1e12;
+}
+
+ArchEfficiency GemmPricedConvs(ArchEfficiency arch) {
+  arch.fp32_conv = 0;
+  arch.fp32_conv_dim_half = 0;
+  arch.fp32_winograd = 1;
+  return arch;
+}
+
+std::vector<double> PredictConvs(const std::vector<ConvMeasurement>& rows, const GpuSpec& gpu,
+                                 const PerfParams& params, const ArchEfficiency& arch) {
+  return Predict(rows, gpu, WithArch(params, gpu, arch));
 }
 
 ConvFitSummary SummarizeConvs(const std::vector<ConvMeasurement>& rows, const std::vector<double>& predicted,
@@ -106,7 +131,9 @@ ConvFitSummary SummarizeConvs(const std::vector<ConvMeasurement>& rows, const st
 }
 
 ConvFit FitFp32Convs(const std::vector<ConvMeasurement>& rows, const GpuSpec& gpu, const PerfParams& params) {
-  ArchEfficiency arch = params.ForArch(gpu.arch);
+  // One copy of the parameters, its architecture entry set for each candidate.
+  PerfParams p = WithArch(params, gpu, params.ForArch(gpu.arch));
+  ArchEfficiency& arch = p.MutableArch(gpu.arch) != nullptr ? *p.MutableArch(gpu.arch) : p.fallback;
   ConvFit best;
   double best_cost = INFINITY;
   for (int e = 20; e <= 50; ++e) {
@@ -115,7 +142,7 @@ ConvFit FitFp32Convs(const std::vector<ConvMeasurement>& rows, const GpuSpec& gp
         arch.fp32_conv = e / 50.0;
         arch.fp32_conv_dim_half = half;
         arch.fp32_winograd = wino;
-        std::vector<double> pred = PredictConvs(rows, gpu, params, arch);
+        std::vector<double> pred = Predict(rows, gpu, p);
         double cost = 0;
         for (size_t i = 0; i < rows.size(); ++i) cost += std::pow(std::log(pred[i] / rows[i].measured_s()), 2);
         if (cost < best_cost) {

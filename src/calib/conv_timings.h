@@ -28,6 +28,9 @@ struct ConvMeasurement {
   double fwd_s = 0, bwd_data_s = 0, bwd_filter_s = 0;   // bwd_data_s 0: not measured (input layer)
   double measured_s() const { return fwd_s + bwd_data_s + bwd_filter_s; }
   bool winograd_shape() const;  // ComputeModel::WinogradShape
+  // The forward pass's direct-convolution work (2 N P Q K C R S) per second,
+  // in TFLOP/s: what DeepBench's "FWD TERAFLOPS" column gives.
+  double forward_tflops() const;
 };
 
 // Reads the CSV; `file` names it in ids and errors ("<file>:<line>: <column>: expected ...").
@@ -35,6 +38,9 @@ Result<std::vector<ConvMeasurement>> LoadConvCsv(std::string_view text, const st
 
 // The built-in data/measured/deepbench-v100-fp32-convs.csv.
 std::string_view EmbeddedDeepBenchV100ConvsCsv();
+
+// `arch` without its FP32 convolution figures: convolutions priced as its GEMMs.
+ArchEfficiency GemmPricedConvs(ArchEfficiency arch);
 
 // Each row's training time as the estimator prices it on `gpu` in FP32
 // with `arch`'s convolution figures (a vendor library: kernel efficiency 1).

@@ -29,12 +29,8 @@ int Fp32Convs(const CommandIo& io, const PerfParams& params, bool rows, bool jso
     return 2;
   }
   const ArchEfficiency& arch = params.ForArch(gpu.arch);
-  ArchEfficiency plain = arch;
-  plain.fp32_conv = 0;
-  plain.fp32_conv_dim_half = 0;
-  plain.fp32_winograd = 1;
   std::vector<double> now = PredictConvs(*convs, gpu, params, arch);
-  std::vector<double> gemm = PredictConvs(*convs, gpu, params, plain);
+  std::vector<double> gemm = PredictConvs(*convs, gpu, params, GemmPricedConvs(arch));
   ConvFit fit = FitFp32Convs(*convs, gpu, params);
   struct Line {
     const char* name;
@@ -59,20 +55,22 @@ int Fp32Convs(const CommandIo& io, const PerfParams& params, bool rows, bool jso
     if (rows) {
       for (size_t i = 0; i < convs->size(); ++i)
         j["rows"].push_back({{"id", (*convs)[i].id}, {"measured_s", (*convs)[i].measured_s()},
-                             {"predicted_s", now[i]}, {"fwd_algo", (*convs)[i].fwd_algo}});
+                             {"predicted_s", now[i]}, {"fwd_algo", (*convs)[i].fwd_algo},
+                             {"forward_tflops", (*convs)[i].forward_tflops()}});
     }
     io.out << JsonText(j, 2) << "\n";
     return 0;
   }
   if (rows) {
-    TextTable t({"id", "app", "input WxHxC", "N", "K", "RxS/stride", "cuDNN forward", "measured s", "predicted s",
-                 "ratio"});
+    TextTable t({"id", "app", "input WxHxC", "N", "K", "RxS/stride", "cuDNN forward", "fwd TFLOP/s", "measured s",
+                 "predicted s", "ratio"});
     for (size_t i = 0; i < convs->size(); ++i) {
       const ConvMeasurement& r = (*convs)[i];
       t.AddRow({r.id, r.app, std::to_string(r.w) + "x" + std::to_string(r.h) + "x" + std::to_string(r.c),
                 std::to_string(r.n), std::to_string(r.k),
                 std::to_string(r.r) + "x" + std::to_string(r.s) + "/" + std::to_string(r.stride_h), r.fwd_algo,
-                FormatDouble(r.measured_s(), 4), FormatDouble(now[i], 4), FormatDouble(r.measured_s() / now[i], 3)});
+                FormatDouble(r.forward_tflops(), 3), FormatDouble(r.measured_s(), 4), FormatDouble(now[i], 4),
+                FormatDouble(r.measured_s() / now[i], 3)});
     }
     io.out << t.Render() << "\n";
   }

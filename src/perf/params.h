@@ -276,9 +276,9 @@ struct FrameworkProfile {
   // Not the frameworks the planner picks by plan (megatron, fsdp, deepspeed:
   // no CNN is trained with them, and a simulated CNN job without a framework
   // is priced as theirs). Alpa's XLA runs on the Arena V100s do not show it:
-  // their one- and two-GPU FP32 Wide-ResNet steps take 0.80-0.84 of the time
-  // Winograd gives them and 1.01-1.09 of the implicit GEMMs'
-  // (leave-one-source-out).
+  // their one- and two-GPU FP32 Wide-ResNet steps take 1.20-1.28 times the
+  // time these figures give them, and 0.91-1.01 of it without Winograd
+  // (leave-one-source-out; docs/estimator.md has the command).
   bool cudnn_fp32_convs = false;
   // BF16 runs with ZeRO 0 or 1: gradients accumulated into an fp32 copy
   // outside the backward kernels after every micro-batch, in bytes moved per
