@@ -69,6 +69,7 @@ class CorrectedThroughput : public ThroughputModel {
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
   // Corrections apply when asked: the base's answers are what it prefetches.
   void Prefetch(std::span<const RateQuery> queries) override { base_.Prefetch(queries); }
+  void Anticipate(std::span<const RateQuery> queries) override { base_.Anticipate(queries); }
 
  private:
   // One job's factors by level.

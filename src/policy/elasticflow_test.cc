@@ -5,6 +5,8 @@
 #include "testing/test_data.h"
 
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include "policy/corrected_throughput.h"
 #include "policy/policy_test_util.h"
@@ -253,6 +255,60 @@ TEST(ElasticFlowTest, SeesACorrectedBeliefAtTheNextDecision) {
   EXPECT_EQ(Show(d[0], f.cluster()), "j0=a100-80g x4 on n0:4");
   EXPECT_EQ(Show(d[1], f.cluster()), "j0=a100-80g x4 on n0:4");
   EXPECT_EQ(Show(d[2], f.cluster()), "j0=v100-32g x4 on n1:4");
+}
+
+// Records the belief's questions (job, type, GPUs, nodes), answering as
+// the model it wraps.
+class Recorder : public ThroughputModel {
+ public:
+  explicit Recorder(ThroughputModel& base) : base_(base) {}
+  std::string_view name() const override { return base_.name(); }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
+    asked.insert({job.id, type, gpus, nodes});
+    return base_.Rate(job, type, gpus, nodes);
+  }
+  const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double share) override {
+    asked.insert({job.id, type, gpus, nodes});
+    return base_.RateShared(job, type, gpus, nodes, share);
+  }
+  std::set<std::tuple<std::string, int, int, int>> asked;
+
+ private:
+  ThroughputModel& base_;
+};
+
+// What a simulator hands the belief ahead (LikelyQuestions) covers every
+// question elasticflow asks, with and without admission control: jobs
+// elastic and rigid, on any type, on a requested type, on allowed types,
+// with deadlines, pending and running.
+TEST(ElasticFlowTest, LikelyQuestionsCoverWhatItAsks) {
+  for (const std::string spec : {"elasticflow", "elasticflow:admission=false"}) {
+    SCOPED_TRACE(spec);
+    PolicyFixture f("arena-1280");
+    f.AddJob(MakeJob("elastic").Model("bert__1.3B").Batch(128).Gpus(2).Elastic(1, 32).Iterations(1e5));
+    f.AddJob(MakeJob("rigid").Model("moe__690M").Batch(256).Gpus(8).Iterations(1e4));
+    f.AddJob(MakeJob("typed").Model("gpt3-350m").Gpus(4).Elastic(2, 16).Type("a100-40g").Iterations(1e4));
+    f.AddJob(MakeJob("allowed").Model("gpt3-1.3b").Gpus(4).Elastic(1, 64).Allowed({"v100-32g", "a10"}));
+    JobView& due = f.AddJob(MakeJob("due").Model("bert__2.6B").Batch(256).Gpus(4).Elastic(1, 16).Deadline(
+        Seconds(4 * 3600)).Iterations(2e4));
+    f.Run(due, f.Place(f.Type("a100-40g"), 4));
+    auto policy = ElasticFlow(spec);
+    std::set<std::tuple<std::string, int, int, int>> likely;
+    for (const JobView* job : f.Snap(0).jobs)
+      for (const RateQuery& q : policy->LikelyQuestions(*job->spec, f.cluster()))
+        likely.insert({q.job->id, q.type, q.gpus, q.nodes});
+    Recorder recorder(f.belief());
+    for (SimTime now : {Seconds(0), Seconds(600)}) {
+      Snapshot snap = f.Snap(now);
+      snap.belief = &recorder;
+      policy->Decide(snap);
+    }
+    EXPECT_GT(recorder.asked.size(), 8u);
+    for (const auto& q : recorder.asked) {
+      EXPECT_TRUE(likely.count(q)) << std::get<0>(q) << " type " << std::get<1>(q) << " x" << std::get<2>(q)
+                                   << " on " << std::get<3>(q) << " nodes";
+    }
+  }
 }
 
 }  // namespace

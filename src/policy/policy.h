@@ -89,6 +89,16 @@ class Policy {
     (void)basis;
     return std::nullopt;
   }
+  // The belief's questions this policy will likely ask about `job` once it
+  // has arrived on `cluster` (RateShared's arguments), for a simulator to
+  // hand the belief ahead of time (ThroughputModel::Anticipate). They
+  // change no decision: a question the policy never asks costs only
+  // background work. Default: none.
+  virtual std::vector<RateQuery> LikelyQuestions(const JobSpec& job, const Cluster& cluster) const {
+    (void)job;
+    (void)cluster;
+    return {};
+  }
 };
 
 // The baselines' common base: a fixed name (a string literal) and traits

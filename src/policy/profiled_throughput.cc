@@ -55,12 +55,16 @@ const JobRate& ProfiledThroughput::RateShared(const JobSpec& job, int type, int 
   return Profiled(*p, job, type, gpus, nodes, nodes > 1 ? share : 1.0);
 }
 
-void ProfiledThroughput::Prefetch(std::span<const RateQuery> queries) {
+std::vector<RateQuery> ProfiledThroughput::Unprofiled(std::span<const RateQuery> queries) {
   std::vector<RateQuery> base;
   for (const RateQuery& q : queries)
     if (Profile(q.job->model) == nullptr) base.push_back(q);
-  base_.Prefetch(base);
+  return base;
 }
+
+void ProfiledThroughput::Prefetch(std::span<const RateQuery> queries) { base_.Prefetch(Unprofiled(queries)); }
+
+void ProfiledThroughput::Anticipate(std::span<const RateQuery> queries) { base_.Anticipate(Unprofiled(queries)); }
 
 std::vector<PlanChoice> ProfiledThroughput::PlanSet(const JobSpec& job, int type, int gpus, int nodes,
                                                     int max_plans) {

@@ -54,8 +54,10 @@ class ProfiledThroughput : public ThroughputModel {
   std::vector<PlanChoice> PlanSet(const JobSpec& job, int type, int gpus, int nodes, int max_plans) override;
   // The base's questions: those of jobs whose models are not profiled.
   void Prefetch(std::span<const RateQuery> queries) override;
+  void Anticipate(std::span<const RateQuery> queries) override;
 
  private:
+  std::vector<RateQuery> Unprofiled(std::span<const RateQuery> queries);
   const ProfiledModel* Profile(const std::string& model);
   const JobRate& Profiled(const ProfiledModel& p, const JobSpec& job, int type, int gpus, int nodes,
                           double network_share);

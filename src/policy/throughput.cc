@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <mutex>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -100,16 +103,139 @@ struct EstimatorThroughput::Impl {
   // Runs work(0 .. n-1, memo) with each item taken in turn by this thread
   // (the belief's memo) and, for two or more where the machine has a second
   // core, the helper (its own memo). Answers must depend on the item alone.
+  // The background searches (Anticipate) pause meanwhile.
   void Split(size_t n, const std::function<void(size_t, EstimateMemo*)>& work) const {
     std::atomic<size_t> next{0};
     auto take = [&](EstimateMemo* layer_memo) {
       for (size_t i; (i = next.fetch_add(1)) < n;) work(i, layer_memo);
     };
     HelperThread* helper = n >= 2 ? Helper() : nullptr;
-    if (helper != nullptr) helper->Start([&] { take(&helper_memo); });
+    if (helper != nullptr) {
+      PauseAhead();
+      helper->Start([&] { take(&helper_memo); });
+    }
     take(&memo);
-    if (helper != nullptr) helper->Wait();
+    if (helper != nullptr) {
+      helper->Wait();
+      ResumeAhead();
+    }
   }
+
+  // Questions answered ahead (EstimatorThroughput::Anticipate): the helper
+  // searches them one after another, in the order given, while this thread
+  // goes on; a question asked meanwhile takes its answer when it is done,
+  // waits for it while it is being searched, or is searched here when the
+  // helper has not reached it. Answers depend on the question alone.
+  struct AheadItem {
+    RateKey key;
+    JobSpec job;  // its model and global batch: all a search reads of it
+    int type, gpus, nodes;
+    double share;
+  };
+  enum class AheadState { kQueued, kRunning, kDone };
+  struct AheadSlot {
+    AheadState state = AheadState::kQueued;
+    JobRate answer;
+  };
+  mutable std::mutex ahead_mu;
+  mutable std::condition_variable ahead_done;
+  mutable std::deque<AheadItem> ahead_queue;  // guarded by ahead_mu
+  mutable std::unordered_map<RateKey, AheadSlot, RateKeyHash, RateKeyEqual> ahead_slots;  // guarded
+  mutable bool ahead_stop = false;     // guarded: the piece returns after its current search
+  mutable bool ahead_running = false;  // guarded: the piece is taking questions
+  // This thread's own: a piece handed to the helper and not yet waited for;
+  // any question anticipated since the belief was made.
+  mutable bool ahead_started = false;
+  mutable bool ahead_used = false;
+
+  // Takes the next queued question still wanted (marking it searched), under
+  // `lock`; false when none is left.
+  bool NextAhead(AheadItem& item) const {
+    while (!ahead_queue.empty()) {
+      item = std::move(ahead_queue.front());
+      ahead_queue.pop_front();
+      auto slot = ahead_slots.find(item.key);
+      // Gone: asked meanwhile and searched by the asker.
+      if (slot != ahead_slots.end() && slot->second.state == AheadState::kQueued) {
+        slot->second.state = AheadState::kRunning;
+        return true;
+      }
+    }
+    return false;
+  }
+  // Searches `item` with `layer_memo`, outside `lock`, and files its answer.
+  void SearchAhead(const AheadItem& item, EstimateMemo* layer_memo, std::unique_lock<std::mutex>& lock) const {
+    lock.unlock();
+    JobRate answer = Compute(item.job, item.type, item.gpus, item.nodes, item.share, layer_memo);
+    lock.lock();
+    AheadSlot& slot = ahead_slots.find(item.key)->second;
+    slot.answer = std::move(answer);
+    slot.state = AheadState::kDone;
+    ahead_done.notify_all();
+  }
+  // The helper's piece: searches queued questions until none is left or
+  // it is told to stop.
+  void AheadPiece() const {
+    std::unique_lock<std::mutex> lock(ahead_mu);
+    AheadItem item;
+    while (!ahead_stop && NextAhead(item)) SearchAhead(item, &helper_memo, lock);
+    ahead_running = false;
+  }
+  // Hands the helper the piece when questions wait and it is not taking them.
+  void ResumeAhead() const {
+    if (!ahead_used) return;
+    HelperThread* helper = Helper();
+    {
+      std::lock_guard<std::mutex> lock(ahead_mu);
+      if (ahead_running || ahead_queue.empty()) return;
+      ahead_running = true;
+      ahead_stop = false;
+    }
+    if (ahead_started) helper->Wait();  // the last piece has returned (or is returning)
+    helper->Start([this] { AheadPiece(); });
+    ahead_started = true;
+  }
+  // Stops the piece after its current search and waits for it.
+  void PauseAhead() const {
+    if (!ahead_started) return;
+    {
+      std::lock_guard<std::mutex> lock(ahead_mu);
+      ahead_stop = true;
+    }
+    helper_thread->Wait();
+    ahead_started = false;
+    std::lock_guard<std::mutex> lock(ahead_mu);
+    ahead_stop = false;
+    ahead_running = false;
+  }
+  // The answer to `key` searched ahead (waiting for it while it is being
+  // searched); nothing when it was not, or not yet (then it is not searched
+  // ahead any more: the caller searches it).
+  std::optional<JobRate> TakeAhead(const RateKeyView& key) const {
+    if (!ahead_used) return std::nullopt;
+    std::unique_lock<std::mutex> lock(ahead_mu);
+    auto slot = ahead_slots.find(key);
+    if (slot == ahead_slots.end()) return std::nullopt;
+    if (slot->second.state == AheadState::kQueued) {
+      ahead_slots.erase(slot);
+      return std::nullopt;
+    }
+    // Being searched: meanwhile this thread searches the next queued ones
+    // (the questions come in about the order they are asked).
+    AheadItem item;
+    while (ahead_slots.find(key)->second.state != AheadState::kDone) {
+      if (NextAhead(item)) {
+        SearchAhead(item, &memo, lock);
+      } else {
+        ahead_done.wait(lock, [&] { return ahead_slots.find(key)->second.state == AheadState::kDone; });
+      }
+    }
+    slot = ahead_slots.find(key);
+    std::optional<JobRate> answer(std::move(slot->second.answer));
+    ahead_slots.erase(slot);
+    return answer;
+  }
+  ~Impl() { PauseAhead(); }
   std::unordered_map<RateKey, JobRate, RateKeyHash, RateKeyEqual> cache;  // nodes: answers stay put
   std::map<std::pair<RateKey, int>, std::vector<PlanChoice>> plan_sets;
   std::map<RateKey, std::optional<PlanChoice>> pipelines;  // gpus = stages
@@ -294,7 +420,9 @@ const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus,
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
   RateKey key{job.model, job.global_batch, type, gpus, nodes};
-  return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes)).first->second;
+  std::optional<JobRate> ahead = impl_->TakeAhead(RateKeyView{job.model, job.global_batch, type, gpus, nodes});
+  return impl_->cache.emplace(std::move(key), ahead ? std::move(*ahead) : impl_->Compute(job, type, gpus, nodes))
+      .first->second;
 }
 
 const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int gpus, int nodes,
@@ -305,7 +433,35 @@ const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
   RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
-  return impl_->cache.emplace(std::move(key), impl_->Compute(job, type, gpus, nodes, share64 / 64.0)).first->second;
+  std::optional<JobRate> ahead = impl_->TakeAhead(RateKeyView{job.model, job.global_batch, type, gpus, nodes, share64});
+  return impl_->cache
+      .emplace(std::move(key), ahead ? std::move(*ahead) : impl_->Compute(job, type, gpus, nodes, share64 / 64.0))
+      .first->second;
+}
+
+void EstimatorThroughput::Anticipate(std::span<const RateQuery> queries) {
+  if (queries.empty() || !HelperThread::Useful()) return;
+  bool added = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->ahead_mu);
+    for (const RateQuery& q : queries) {
+      const int share64 = Share64(q.network_share, q.nodes);
+      RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+      if (impl_->cache.find(view) != impl_->cache.end() ||
+          impl_->ahead_slots.find(view) != impl_->ahead_slots.end())
+        continue;
+      Impl::AheadItem item{RateKey{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64}, JobSpec{},
+                           q.type, q.gpus, q.nodes, share64 / 64.0};
+      item.job.model = q.job->model;
+      item.job.global_batch = q.job->global_batch;
+      impl_->ahead_slots.emplace(item.key, Impl::AheadSlot{});
+      impl_->ahead_queue.push_back(std::move(item));
+      added = true;
+    }
+  }
+  if (!added) return;
+  impl_->ahead_used = true;
+  impl_->ResumeAhead();
 }
 
 void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
@@ -323,6 +479,11 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
     RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
     if (impl_->cache.find(view) != impl_->cache.end()) continue;
     RateKey key{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+    if (std::optional<JobRate> ahead = impl_->TakeAhead(view)) {
+      ++misses_;
+      impl_->cache.emplace(std::move(key), std::move(*ahead));
+      continue;
+    }
     if (std::any_of(todo.begin(), todo.end(), [&](const Todo& t) { return t.key == key; })) continue;
     todo.push_back({std::move(key), &q, share64 / 64.0});
   }

@@ -116,6 +116,13 @@ class ThroughputModel {
   // The answers, and the models' counts, are the same as asking one by one.
   // Default: nothing (each is computed when asked).
   virtual void Prefetch(std::span<const RateQuery> queries) { (void)queries; }
+  // RateShared questions the caller will likely ask later (a simulator
+  // knows its trace's jobs before they arrive): a model may answer them in
+  // the background, in the order given, while the caller goes on. Nothing
+  // changes but when the work is done: the answers, and the models' counts,
+  // are the same as asking one by one; a question never asked costs only
+  // the background's time. Default: nothing.
+  virtual void Anticipate(std::span<const RateQuery> queries) { (void)queries; }
 };
 
 // The analytical estimator behind the planner (src/perf, src/plan).
@@ -135,6 +142,11 @@ class EstimatorThroughput : public ThroughputModel {
   // helper with its own layer-cost memo) when there are two or more and
   // the machine has a second core: a new job's grids are many searches.
   void Prefetch(std::span<const RateQuery> queries) override;
+  // Searches the questions on the helper thread, one after another, where
+  // the machine has a second core (Prefetch and PlanSet pause it while they
+  // use the helper). A question asked before its turn is searched by the
+  // asker; one asked while the helper searches it waits for its answer.
+  void Anticipate(std::span<const RateQuery> queries) override;
   // Estimates made so far (cache misses), for reports and benchmarks.
   int64_t estimates() const { return misses_; }
 

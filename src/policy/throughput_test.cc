@@ -59,6 +59,68 @@ TEST(EstimatorThroughput, PrefetchGivesTheAnswersAskingOneByOneGives) {
   }
 }
 
+// Anticipate hands questions to the helper ahead of time: whichever way
+// each is then answered (done ahead, searched by the asker before the
+// helper reached it, waited for, or searched by the asker while it waits),
+// the answers and the count of estimates are those of asking one by one,
+// with a Prefetch and a PlanSet (which pause the helper) in between.
+TEST(EstimatorThroughput, AnticipatedQuestionsGetTheAnswersAskingOneByOneGives) {
+  const Cluster cluster = LoadCluster("arena-1280").value();
+  const std::vector<JobSpec> jobs = {Job("a", "bert__2.6B", 256), Job("b", "wide_resnet__4B", 256),
+                                     Job("c", "moe__1.3B", 128)};
+  std::vector<RateQuery> queries;
+  for (const JobSpec& j : jobs)
+    for (int gpus : {1, 2, 4, 8, 16, 32, 64})
+      for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
+        const int nodes = MinNodes(cluster, type, gpus);
+        queries.push_back({&j, type, gpus, nodes, 1.0});
+        if (nodes > 1) queries.push_back({&j, type, gpus, nodes, 0.5});
+      }
+  for (PlanMode mode : {PlanMode::kBest, PlanMode::kDataParallel}) {
+    EstimatorThroughput ahead(cluster, mode), alone(cluster, mode);
+    ahead.Anticipate(queries);
+    ahead.Anticipate(queries);  // twice: queued once
+    auto ask = [&](const RateQuery& q) {
+      const std::string what = q.job->model + " type " + std::to_string(q.type) + " x" + std::to_string(q.gpus) +
+                               " share " + std::to_string(q.network_share);
+      ExpectSameRate(ahead.RateShared(*q.job, q.type, q.gpus, q.nodes, q.network_share),
+                     alone.RateShared(*q.job, q.type, q.gpus, q.nodes, q.network_share), what);
+    };
+    // The last ones first (the helper has not reached them), then a batch
+    // and a plan set from the middle, then all in order.
+    for (size_t i = queries.size() - 3; i < queries.size(); ++i) ask(queries[i]);
+    std::vector<RateQuery> batch(queries.begin() + 20, queries.begin() + 26);
+    ahead.Prefetch(batch);
+    const int type = 1, nodes = MinNodes(cluster, type, 16);
+    std::vector<PlanChoice> set = ahead.PlanSet(jobs[0], type, 16, nodes, 4), want = alone.PlanSet(jobs[0], type, 16, nodes, 4);
+    ASSERT_EQ(set.size(), want.size());
+    for (size_t i = 0; i < set.size(); ++i) EXPECT_EQ(set[i].iteration_time_s, want[i].iteration_time_s);
+    for (const RateQuery& q : queries) ask(q);
+    // A question never anticipated, on a spread allocation.
+    ask({&jobs[1], 0, 8, 5, 1.0});
+    EXPECT_EQ(ahead.estimates(), alone.estimates());
+  }
+}
+
+// A belief destroyed while its helper is searching ahead stops it first.
+TEST(EstimatorThroughput, ABeliefAnsweringAheadIsDestroyedAtOnce) {
+  const Cluster cluster = LoadCluster("arena-1280").value();
+  const JobSpec job = Job("a", "bert__6.7B", 512);
+  std::vector<RateQuery> queries;
+  for (int gpus : {64, 32, 16, 8, 4, 2, 1})
+    for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type)
+      queries.push_back({&job, type, gpus, MinNodes(cluster, type, gpus), 1.0});
+  for (int round = 0; round < 3; ++round) {
+    EstimatorThroughput ahead(cluster, PlanMode::kBest);
+    ahead.Anticipate(queries);
+    if (round == 1) {
+      EstimatorThroughput alone(cluster, PlanMode::kBest);
+      const int nodes = MinNodes(cluster, 0, 64);
+      ExpectSameRate(ahead.Rate(job, 0, 64, nodes), alone.Rate(job, 0, 64, nodes), "x64");
+    }
+  }
+}
+
 // PlanSet's grid searches (one per stage count, on two threads where the
 // machine has them) merged as the serial searches are: fastest first, each
 // later plan leaner.

@@ -135,7 +135,7 @@ JobRate ArenaDbThroughput::QuerierRate(const std::string& key, const JobSpec& jo
   return Runs(job, querier_scaled_ ? seconds / scale : seconds);
 }
 
-void ArenaDbThroughput::Prefetch(std::span<const RateQuery> queries) {
+std::vector<RateQuery> ArenaDbThroughput::FallbackQuestions(std::span<const RateQuery> queries) const {
   std::vector<RateQuery> fallback;
   for (const RateQuery& q : queries) {
     if (cache_.count(std::make_tuple(q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes)) != 0) continue;
@@ -143,7 +143,13 @@ void ArenaDbThroughput::Prefetch(std::span<const RateQuery> queries) {
     if ((artifact_querier_ && !key.empty()) || Measured(key, q.type, q.gpus, q.nodes) != nullptr) continue;
     fallback.push_back({q.job, q.type, q.gpus, q.nodes});
   }
-  fallback_.Prefetch(fallback);
+  return fallback;
+}
+
+void ArenaDbThroughput::Prefetch(std::span<const RateQuery> queries) { fallback_.Prefetch(FallbackQuestions(queries)); }
+
+void ArenaDbThroughput::Anticipate(std::span<const RateQuery> queries) {
+  fallback_.Anticipate(FallbackQuestions(queries));
 }
 
 const JobRate& ArenaDbThroughput::Rate(const JobSpec& job, int type, int gpus, int nodes) {

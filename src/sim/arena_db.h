@@ -36,6 +36,7 @@ class ArenaDbThroughput : public ThroughputModel {
   const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override;
   // The fallback's questions: the shapes the database does not hold.
   void Prefetch(std::span<const RateQuery> queries) override;
+  void Anticipate(std::span<const RateQuery> queries) override;
   // Shapes the database lacks are answered as the Arena artifact's
   // DatabaseQuerier answers its optimal-plan queries (sjtu-epcc/arena at
   // 65573a2, db_querier.py:102-140 and :142-149, :208-245): the mesh's own
@@ -62,6 +63,8 @@ class ArenaDbThroughput : public ThroughputModel {
 
  private:
   ArenaDbThroughput(const Cluster& cluster, ThroughputModel& fallback) : cluster_(cluster), fallback_(fallback) {}
+  // Of `queries`, those the fallback answers and has not answered yet.
+  std::vector<RateQuery> FallbackQuestions(std::span<const RateQuery> queries) const;
   // The database's seconds for the shape of the model and batch `key`
   // (ArenaDbKey; <= 0: measured out of memory); nullptr when it has none.
   const double* Measured(const std::string& key, int type, int gpus, int nodes) const;

@@ -23,6 +23,14 @@ Result<SimResult> Simulator::Run() {
   auto wall_start = std::chrono::steady_clock::now();
   SimBackend backend(cluster_, workload_, policy_, belief_, truth_, config_, apps_, event_log_);
   TESSEL_RETURN_IF_ERROR(backend.Init());
+  // The trace's jobs are known before they arrive: the belief may answer
+  // what the policy will ask of them in the background (answers unchanged).
+  std::vector<RateQuery> likely;
+  for (const JobSpec& job : workload_.jobs) {
+    std::vector<RateQuery> asked = policy_.LikelyQuestions(job, cluster_);
+    likely.insert(likely.end(), asked.begin(), asked.end());
+  }
+  belief_.Anticipate(likely);
   ManualClock clock;
   SchedulerLoop loop(policy_, backend, clock, LoopConfig{config_.round, config_.horizon});
   std::unique_ptr<Autoscaler> autoscaler;

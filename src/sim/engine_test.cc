@@ -330,6 +330,64 @@ TEST(SimEngineTest, PlacementOutOfMemoryAsPlacedLeavesTheJobWaiting) {
       << log.str();
 }
 
+// The estimator with nothing answered ahead: Anticipate is ignored.
+class NothingAhead : public ThroughputModel {
+ public:
+  explicit NothingAhead(EstimatorThroughput& base) : base_(base) {}
+  std::string_view name() const override { return base_.name(); }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
+    return base_.Rate(job, type, gpus, nodes);
+  }
+  const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double share) override {
+    return base_.RateShared(job, type, gpus, nodes, share);
+  }
+  void Prefetch(std::span<const RateQuery> queries) override { base_.Prefetch(queries); }
+
+ private:
+  EstimatorThroughput& base_;
+};
+
+// A simulator hands the belief what the policy will ask of the trace's
+// jobs (elasticflow's LikelyQuestions), answered in the background: the
+// run is the same, event for event, as one whose belief answers only when
+// asked.
+TEST(SimEngineTest, AnsweringAheadChangesNothing) {
+  Cluster c = Tiny();
+  Workload w;
+  w.name = "elastic";
+  const char* models[] = {"gpt3-350m", "gpt3-1.3b", "bert-large"};
+  for (int i = 0; i < 24; ++i) {
+    JobSpec j = Job(JobId(i), Seconds(120 * i), 1 << (i % 3), 400 + 90 * (i % 5), "", models[i % 3]);
+    j.min_gpus = 1;
+    j.max_gpus = 8;
+    j.global_batch = 16 << (i % 3);
+    w.jobs.push_back(j);
+  }
+  std::string logs[2];
+  std::string csv[2];
+  for (int ahead = 0; ahead < 2; ++ahead) {
+    auto policy = PolicyRegistry::Builtin().Create("elasticflow:admission=false", PolicyContext{}).value();
+    EstimatorThroughput est(c, policy->traits().plan_mode);
+    NothingAhead alone(est);
+    ThroughputModel& belief = ahead ? static_cast<ThroughputModel&>(est) : alone;
+    EXPECT_FALSE(policy->LikelyQuestions(w.jobs[0], c).empty());
+    Simulator sim(c, w, *policy, belief, belief, SimConfig{});
+    std::ostringstream log;
+    sim.set_event_log(&log);
+    auto r = sim.Run();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->summary.jobs_finished, 24);
+    logs[ahead] = log.str();
+    std::string path = ::tessel::testing::ProcessTempDir() + "/ahead" + std::to_string(ahead) + ".csv";
+    ASSERT_TRUE(WriteJobsCsv(*r, c, path).ok());
+    std::ostringstream text;
+    text << std::ifstream(path).rdbuf();
+    csv[ahead] = text.str();
+  }
+  EXPECT_EQ(logs[0], logs[1]);
+  EXPECT_EQ(csv[0], csv[1]);
+}
+
 TEST(SimEngineTest, DurationTracesBecomeIterationsAtTheReferenceGpu) {
   Cluster c = Tiny();
   Workload w;

@@ -42,6 +42,7 @@ class RefusalCounter : public ThroughputModel {
   }
   // Counted when asked (RateShared), as before.
   void Prefetch(std::span<const RateQuery> queries) override { base_.Prefetch(queries); }
+  void Anticipate(std::span<const RateQuery> queries) override { base_.Anticipate(queries); }
   int64_t refusals() const { return static_cast<int64_t>(shapes_.size()); }
   int64_t jobs_refused() const { return static_cast<int64_t>(jobs_.size()); }
 
