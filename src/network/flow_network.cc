@@ -13,13 +13,14 @@ namespace {
 // each round, so a flow's rate is the running sum of the shares up to the
 // round it freezes in (the same additions in the same order as adding them
 // flow by flow), and a link's residual loses the share once per unfrozen
-// flow on it.
+// flow on it. With `overhead` > 0, a link k >= 2 flows cross carries
+// capacity / (1 + overhead (k - 1) / k) (FlowNetwork's contention rule).
 template <typename PathAt>
-void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, std::vector<double>& rate,
-                FillScratch& sc) {
+void FillMaxMin(const std::vector<double>& capacities, double overhead, size_t nf, PathAt path,
+                std::vector<double>& rate, FillScratch& sc) {
   const size_t nl = capacities.size();
   rate.assign(nf, 0.0);
-  sc.residual = capacities;
+  sc.residual.resize(nl);
   sc.unfrozen_on.assign(nl, 0);
   sc.frozen.assign(nf, 1);
   sc.touched.clear();  // links some flow crosses, in order of first use
@@ -42,7 +43,10 @@ void FillMaxMin(const std::vector<double>& capacities, size_t nf, PathAt path, s
   size_t at = 0;
   for (int l : sc.touched) {
     sc.first[l] = static_cast<int>(at);
-    at += sc.unfrozen_on[l];
+    const int k = sc.unfrozen_on[l];
+    at += k;
+    sc.residual[l] = capacities[l];
+    if (overhead > 0 && k >= 2) sc.residual[l] /= 1.0 + overhead * (k - 1) / k;
   }
   sc.on_link.resize(at);
   for (size_t f = 0; f < nf; ++f)
@@ -104,7 +108,8 @@ std::vector<double> MaxMinRates(const std::vector<double>& capacities,
                                 const std::vector<std::vector<int>>& paths) {
   std::vector<double> rate;
   FillScratch scratch;
-  FillMaxMin(capacities, paths.size(), [&](size_t f) -> const std::vector<int>& { return paths[f]; }, rate, scratch);
+  FillMaxMin(capacities, 0.0, paths.size(), [&](size_t f) -> const std::vector<int>& { return paths[f]; }, rate,
+             scratch);
   return rate;
 }
 
@@ -179,17 +184,13 @@ void FlowNetwork::Fresh() const {
 }
 
 void FlowNetwork::Reshare() const {
-  caps_.resize(links_.size());
-  for (size_t l = 0; l < links_.size(); ++l) caps_[l] = links_[l].capacity;
-  if (overhead_ > 0) {
-    on_.assign(links_.size(), 0);
-    for (int f : active_)
-      for (int l : routes_[flows_[f].route]) on_[l]++;
-    for (size_t l = 0; l < links_.size(); ++l)
-      if (on_[l] >= 2) caps_[l] /= 1.0 + overhead_ * (on_[l] - 1) / on_[l];
+  if (caps_.size() != links_.size()) {  // links are only ever added
+    caps_.resize(links_.size());
+    for (size_t l = 0; l < links_.size(); ++l) caps_[l] = links_[l].capacity;
   }
-  FillMaxMin(caps_, active_.size(),
-             [&](size_t i) -> const std::vector<int>& { return routes_[flows_[active_[i]].route]; },
+  paths_.clear();
+  for (int f : active_) paths_.push_back(&routes_[flows_[f].route]);
+  FillMaxMin(caps_, overhead_, active_.size(), [&](size_t i) -> const std::vector<int>& { return *paths_[i]; },
              rates_, fill_);
   for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = rates_[i];
 }

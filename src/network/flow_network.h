@@ -112,9 +112,9 @@ class FlowNetwork {
   // NextCompletion's answer while nothing changed (-1: not known).
   mutable double next_ = -1;
   std::vector<int> done_, spare_;  // Advance's answer and scratch
-  // Reshare's scratch.
+  // Reshare's scratch: the links' capacities, the active flows' routes.
   mutable std::vector<double> caps_, rates_;
-  mutable std::vector<int> on_;
+  mutable std::vector<const std::vector<int>*> paths_;
   mutable FillScratch fill_;
 };
 
