@@ -6,8 +6,9 @@
 //
 // Not thread-safe: implementations memoise answers. Answers must be a pure
 // function of (job model, global batch, GPU type, GPUs, nodes): the same
-// question always gets the same answer. (EstimatorThroughput::Prefetch may
-// compute answers on a second thread of its own; they are the same.)
+// question always gets the same answer. (EstimatorThroughput's Prefetch and
+// Anticipate may compute answers on a second thread of its own; they are
+// the same.)
 #pragma once
 
 #include <memory>
