@@ -120,17 +120,11 @@ class ElasticFlowPolicy : public BaselinePolicy {
   // nodes, on every type it may run on (CandidateTypes, LevelsOn, Gain),
   // smallest size first.
   std::vector<RateQuery> LikelyQuestions(const JobSpec& job, const Cluster& cluster) const override {
-    std::vector<int> types;
-    if (!job.requested_gpu_type.empty()) {
-      if (int t = cluster.FindType(job.requested_gpu_type); t >= 0) types.push_back(t);
-    } else {
-      for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t)
-        if (job.AllowsGpuType(cluster.TypeName(t))) types.push_back(t);
-    }
     std::vector<RateQuery> out;
-    for (int g : Sizes(job))
-      for (int t : types)
-        if (g <= cluster.types()[t].total_gpus) out.push_back({&job, t, g, MinNodes(cluster, t, g)});
+    for (int g : Sizes(job)) {
+      std::vector<RateQuery> at = CandidateTypeQuestions(job, cluster, g);
+      out.insert(out.end(), at.begin(), at.end());
+    }
     return out;
   }
 

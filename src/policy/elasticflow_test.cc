@@ -5,8 +5,6 @@
 #include "testing/test_data.h"
 
 #include <fstream>
-#include <set>
-#include <tuple>
 
 #include "policy/corrected_throughput.h"
 #include "policy/policy_test_util.h"
@@ -257,26 +255,6 @@ TEST(ElasticFlowTest, SeesACorrectedBeliefAtTheNextDecision) {
   EXPECT_EQ(Show(d[2], f.cluster()), "j0=v100-32g x4 on n1:4");
 }
 
-// Records the belief's questions (job, type, GPUs, nodes), answering as
-// the model it wraps.
-class Recorder : public ThroughputModel {
- public:
-  explicit Recorder(ThroughputModel& base) : base_(base) {}
-  std::string_view name() const override { return base_.name(); }
-  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
-    asked.insert({job.id, type, gpus, nodes});
-    return base_.Rate(job, type, gpus, nodes);
-  }
-  const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double share) override {
-    asked.insert({job.id, type, gpus, nodes});
-    return base_.RateShared(job, type, gpus, nodes, share);
-  }
-  std::set<std::tuple<std::string, int, int, int>> asked;
-
- private:
-  ThroughputModel& base_;
-};
-
 // What a simulator hands the belief ahead (LikelyQuestions) covers every
 // question elasticflow asks, with and without admission control: jobs
 // elastic and rigid, on any type, on a requested type, on allowed types,
@@ -293,21 +271,7 @@ TEST(ElasticFlowTest, LikelyQuestionsCoverWhatItAsks) {
         Seconds(4 * 3600)).Iterations(2e4));
     f.Run(due, f.Place(f.Type("a100-40g"), 4));
     auto policy = ElasticFlow(spec);
-    std::set<std::tuple<std::string, int, int, int>> likely;
-    for (const JobView* job : f.Snap(0).jobs)
-      for (const RateQuery& q : policy->LikelyQuestions(*job->spec, f.cluster()))
-        likely.insert({q.job->id, q.type, q.gpus, q.nodes});
-    Recorder recorder(f.belief());
-    for (SimTime now : {Seconds(0), Seconds(600)}) {
-      Snapshot snap = f.Snap(now);
-      snap.belief = &recorder;
-      policy->Decide(snap);
-    }
-    EXPECT_GT(recorder.asked.size(), 8u);
-    for (const auto& q : recorder.asked) {
-      EXPECT_TRUE(likely.count(q)) << std::get<0>(q) << " type " << std::get<1>(q) << " x" << std::get<2>(q)
-                                   << " on " << std::get<3>(q) << " nodes";
-    }
+    EXPECT_GT(testing::ExpectLikelyQuestionsCover(*policy, f, {Seconds(0), Seconds(600)}), 8u);
   }
 }
 

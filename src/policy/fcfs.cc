@@ -14,6 +14,12 @@ class FcfsPolicy : public BaselinePolicy {
   FcfsPolicy(Backfill backfill, bool block_per_type, PlanMode mode)
       : BaselinePolicy("fcfs", false, mode), backfill_(backfill), block_per_type_(block_per_type) {}
 
+  // Its job's rate at the requested count on each type it may run on
+  // (CandidateTypes, the EASY reservation).
+  std::vector<RateQuery> LikelyQuestions(const JobSpec& job, const Cluster& cluster) const override {
+    return CandidateTypeQuestions(job, cluster, job.requested_gpus);
+  }
+
   Decision Decide(const Snapshot& snap) override {
     Decision d;
     FreeMap free(snap);

@@ -66,5 +66,26 @@ TEST(FcfsTest, BlockOptionIsCheckedAndNamesWhatIsAccepted) {
   EXPECT_TRUE(PolicyRegistry::Builtin().Create("fcfs:backfill=easy", artifact).ok());
 }
 
+// What a simulator hands the belief ahead (LikelyQuestions) covers every
+// question fcfs asks of pending jobs, with and without EASY backfilling:
+// jobs on any type, on a requested type, on allowed types, one too large
+// for most types, and a head job blocked so that the reservation is priced.
+TEST(FcfsTest, LikelyQuestionsCoverWhatItAsks) {
+  for (const std::string spec : {"fcfs", "fcfs:backfill=easy", "fcfs:block=type"}) {
+    SCOPED_TRACE(spec);
+    PolicyFixture f("arena-1280");
+    f.Run(f.AddJob(MakeJob("big").Model("gpt3-1.3b").Gpus(300)), f.Place(f.Type("a100-40g"), 300));
+    f.AddJob(MakeJob("head").Model("gpt3-350m").Gpus(32).Type("a100-40g"));
+    f.AddJob(MakeJob("any").Model("bert__1.3B").Batch(128).Gpus(4));
+    f.AddJob(MakeJob("allowed").Model("gpt3-1.3b").Gpus(8).Allowed({"v100-32g", "a10"}));
+    f.AddJob(MakeJob("wide").Model("moe__690M").Batch(256).Gpus(128));
+    auto policy = Make(spec);
+    ASSERT_NE(policy, nullptr);
+    const size_t asked = testing::ExpectLikelyQuestionsCover(*policy, f, {Seconds(0)});
+    // Without backfilling the blocked head stops the queue: its question alone.
+    EXPECT_GE(asked, spec == "fcfs" ? 1u : 4u);
+  }
+}
+
 }  // namespace
 }  // namespace tessel

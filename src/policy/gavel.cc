@@ -311,6 +311,16 @@ class GavelPolicy : public BaselinePolicy {
   GavelPolicy(GavelObjective objective, PlanMode mode)
       : BaselinePolicy(IsMaxMin(objective) ? "gavel" : "gavel-throughput", true, mode), objective_(objective) {}
 
+  // A job's row of the throughput matrix: its rate at its scale factor on
+  // every type that has that many GPUs (BuildGavelProblem).
+  std::vector<RateQuery> LikelyQuestions(const JobSpec& job, const Cluster& cluster) const override {
+    std::vector<RateQuery> out;
+    const int scale = std::max(1, job.requested_gpus);
+    for (int k = 0; k < static_cast<int>(cluster.types().size()); ++k)
+      if (cluster.types()[k].total_gpus >= scale) out.push_back({&job, k, scale, MinNodes(cluster, k, scale)});
+    return out;
+  }
+
   Decision Decide(const Snapshot& snap) override {
     Decision d;
     BuildGavelProblem(snap, &rows_, problem_);

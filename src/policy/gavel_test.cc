@@ -462,5 +462,23 @@ TEST(GavelRegistryTest, RegisteredWithRoundsAndNoOptions) {
   EXPECT_NE(bad.status().message().find("takes no options"), std::string::npos);
 }
 
+// What a simulator hands the belief ahead (LikelyQuestions) covers every
+// question gavel asks: each job's throughput row at its scale factor, for
+// jobs pending and running, one on a requested type, one larger than some
+// types.
+TEST(GavelTest, LikelyQuestionsCoverWhatItAsks) {
+  for (const std::string spec : {"gavel", "gavel-throughput"}) {
+    SCOPED_TRACE(spec);
+    PolicyFixture f("arena-1280");
+    JobView& running = f.AddJob(MakeJob("running").Model("gpt3-350m").Gpus(8).Iterations(1e4));
+    f.Run(running, f.Place(f.Type("a40"), 8));
+    f.AddJob(MakeJob("typed").Model("bert__1.3B").Batch(128).Gpus(4).Type("v100-32g"));
+    f.AddJob(MakeJob("wide").Model("moe__690M").Batch(256).Gpus(128));
+    f.AddJob(MakeJob("one").Model("gpt3-1.3b").Gpus(1));
+    auto policy = PolicyRegistry::Builtin().Create(spec, PolicyContext{}).value();
+    EXPECT_GT(testing::ExpectLikelyQuestionsCover(*policy, f, {Seconds(0), Seconds(300)}), 8u);
+  }
+}
+
 }  // namespace
 }  // namespace tessel

@@ -305,22 +305,28 @@ std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot) {
   return CandidateTypes(job, snapshot, job.spec->requested_gpus);
 }
 
+std::vector<RateQuery> CandidateTypeQuestions(const JobSpec& job, const Cluster& cluster, int gpus) {
+  std::vector<RateQuery> asked;
+  if (!job.requested_gpu_type.empty()) {
+    const int t = cluster.FindType(job.requested_gpu_type);
+    if (t >= 0 && cluster.types()[t].total_gpus >= gpus) asked.push_back({&job, t, gpus, MinNodes(cluster, t, gpus)});
+    return asked;
+  }
+  for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
+    if (cluster.types()[t].total_gpus < gpus || !job.AllowsGpuType(cluster.TypeName(t))) continue;
+    asked.push_back({&job, t, gpus, MinNodes(cluster, t, gpus)});
+  }
+  return asked;
+}
+
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, int gpus) {
-  const Cluster& cluster = *snapshot.cluster;
   const JobSpec& spec = *job.spec;
   std::vector<int> types;
+  std::vector<RateQuery> asked = CandidateTypeQuestions(spec, *snapshot.cluster, gpus);
   if (!spec.requested_gpu_type.empty()) {
-    int t = cluster.FindType(spec.requested_gpu_type);
-    if (t >= 0 && cluster.types()[t].total_gpus >= gpus &&
-        snapshot.belief->Rate(spec, t, gpus, MinNodes(cluster, t, gpus)).fits) {
-      types.push_back(t);
-    }
+    for (const RateQuery& q : asked)
+      if (snapshot.belief->Rate(spec, q.type, q.gpus, q.nodes).fits) types.push_back(q.type);
     return types;
-  }
-  std::vector<RateQuery> asked;
-  for (int t = 0; t < static_cast<int>(cluster.types().size()); ++t) {
-    if (cluster.types()[t].total_gpus < gpus || !spec.AllowsGpuType(cluster.TypeName(t))) continue;
-    asked.push_back({&spec, t, gpus, MinNodes(cluster, t, gpus)});
   }
   snapshot.belief->Prefetch(asked);
   std::vector<std::pair<double, int>> ranked;

@@ -133,6 +133,10 @@ class FreeMap {
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot);
 // The same for `gpus` GPUs instead of the requested count (elastic sizes).
 std::vector<int> CandidateTypes(const JobView& job, const Snapshot& snapshot, int gpus);
+// The belief's questions CandidateTypes asks for `gpus` GPUs: the job's rate
+// on the fewest nodes of each type it may run on that has that many (what a
+// policy asking them declares in Policy::LikelyQuestions).
+std::vector<RateQuery> CandidateTypeQuestions(const JobSpec& job, const Cluster& cluster, int gpus);
 
 // Why `job` can never run on `gpus` GPUs, for Decision::reject.
 std::string NeverRunsReason(const JobView& job, const Snapshot& snapshot, int gpus);

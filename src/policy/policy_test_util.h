@@ -10,7 +10,9 @@
 
 #include <deque>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "policy/corrected_throughput.h"
@@ -162,6 +164,48 @@ inline void ExpectNoDoubleBooking(const Snapshot& snap, const std::vector<Alloca
     }
   }
   for (const ClusterNode& n : snap.cluster->nodes()) EXPECT_LE(used[n.id], n.gpus) << "node " << n.id;
+}
+
+// Records the belief's questions (job, type, GPUs, nodes), answering as the
+// model it wraps.
+class QuestionRecorder : public ThroughputModel {
+ public:
+  explicit QuestionRecorder(ThroughputModel& base) : base_(base) {}
+  std::string_view name() const override { return base_.name(); }
+  const JobRate& Rate(const JobSpec& job, int type, int gpus, int nodes) override {
+    asked.insert({job.id, type, gpus, nodes});
+    return base_.Rate(job, type, gpus, nodes);
+  }
+  const JobRate& RateShared(const JobSpec& job, int type, int gpus, int nodes, double share) override {
+    asked.insert({job.id, type, gpus, nodes});
+    return base_.RateShared(job, type, gpus, nodes, share);
+  }
+  std::set<std::tuple<std::string, int, int, int>> asked;
+
+ private:
+  ThroughputModel& base_;
+};
+
+// Decides with `policy` at each of `times` on the fixture's jobs, the belief
+// behind a QuestionRecorder, and checks that every question it asks is among
+// its LikelyQuestions about those jobs (what a simulator hands the belief
+// ahead). Returns how many distinct questions it asked.
+inline size_t ExpectLikelyQuestionsCover(Policy& policy, PolicyFixture& f, std::initializer_list<SimTime> times) {
+  std::set<std::tuple<std::string, int, int, int>> likely;
+  for (const JobView* job : f.Snap(0).jobs)
+    for (const RateQuery& q : policy.LikelyQuestions(*job->spec, f.cluster()))
+      likely.insert({q.job->id, q.type, q.gpus, q.nodes});
+  QuestionRecorder recorder(f.belief());
+  for (SimTime now : times) {
+    Snapshot snap = f.Snap(now);
+    snap.belief = &recorder;
+    policy.Decide(snap);
+  }
+  for (const auto& q : recorder.asked) {
+    EXPECT_TRUE(likely.count(q)) << policy.name() << " asked about " << std::get<0>(q) << " on type " << std::get<1>(q)
+                                 << " x" << std::get<2>(q) << " on " << std::get<3>(q) << " nodes";
+  }
+  return recorder.asked.size();
 }
 
 }  // namespace tessel::testing
