@@ -116,8 +116,9 @@ std::vector<double> MaxMinRates(const std::vector<double>& capacities,
 Result<int> FlowNetwork::AddLink(std::string name, double bytes_per_s) {
   if (!(bytes_per_s > 0) || !std::isfinite(bytes_per_s))
     return InvalidArgument("link " + name + ": bandwidth must be a positive number of bytes/s");
-  links_.push_back({std::move(name), bytes_per_s});
-  return static_cast<int>(links_.size()) - 1;
+  link_names_.push_back(std::move(name));
+  capacities_.push_back(bytes_per_s);
+  return static_cast<int>(capacities_.size()) - 1;
 }
 
 Result<int> FlowNetwork::AddFlow(std::vector<int> links, double bytes) {
@@ -144,7 +145,7 @@ Status FlowNetwork::AddFlows(const std::vector<std::vector<int>>& paths, double 
   for (const auto& links : paths) {
     if (links.empty()) return InvalidArgument("flow: a transfer crosses at least one link");
     for (int l : links)
-      if (l < 0 || l >= static_cast<int>(links_.size())) return InvalidArgument("flow: no link " + std::to_string(l));
+      if (l < 0 || l >= num_links()) return InvalidArgument("flow: no link " + std::to_string(l));
   }
   for (const auto& links : paths) {
     path_.assign(links.begin(), links.end());
@@ -184,13 +185,9 @@ void FlowNetwork::Fresh() const {
 }
 
 void FlowNetwork::Reshare() const {
-  if (caps_.size() != links_.size()) {  // links are only ever added
-    caps_.resize(links_.size());
-    for (size_t l = 0; l < links_.size(); ++l) caps_[l] = links_[l].capacity;
-  }
   paths_.clear();
   for (int f : active_) paths_.push_back(&routes_[flows_[f].route]);
-  FillMaxMin(caps_, overhead_, active_.size(), [&](size_t i) -> const std::vector<int>& { return *paths_[i]; },
+  FillMaxMin(capacities_, overhead_, active_.size(), [&](size_t i) -> const std::vector<int>& { return *paths_[i]; },
              rates_, fill_);
   for (size_t i = 0; i < active_.size(); ++i) flows_[active_[i]].rate = rates_[i];
 }

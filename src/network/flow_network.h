@@ -58,9 +58,9 @@ class FlowNetwork {
   bool Active(int flow) const { return flows_[flow].finish == kNever; }
   double FinishTime(int flow) const { return flows_[flow].finish; }
   int active_flows() const { return static_cast<int>(active_.size()); }
-  int num_links() const { return static_cast<int>(links_.size()); }
-  const std::string& link_name(int link) const { return links_[link].name; }
-  double capacity(int link) const { return links_[link].capacity; }
+  int num_links() const { return static_cast<int>(link_names_.size()); }
+  const std::string& link_name(int link) const { return link_names_[link]; }
+  double capacity(int link) const { return capacities_[link]; }
   const std::vector<int>& links_of(int flow) const { return routes_[flows_[flow].route]; }
 
   // Wang et al.'s contention model: k transfers on one link each move a
@@ -80,10 +80,6 @@ class FlowNetwork {
   void RunToCompletion();
 
  private:
-  struct Link {
-    std::string name;
-    double capacity;
-  };
   struct Flow {
     int route;  // its links: routes_[route]
     double bytes, remaining;
@@ -96,7 +92,9 @@ class FlowNetwork {
   void Fresh() const;
   void Reshare() const;
 
-  std::vector<Link> links_;
+  // The links: names and bytes/s, by link id.
+  std::vector<std::string> link_names_;
+  std::vector<double> capacities_;
   std::vector<Flow> flows_;
   // Each distinct link list (ascending, no repeats) once: flows refer to it.
   struct RouteHash {
@@ -112,8 +110,8 @@ class FlowNetwork {
   // NextCompletion's answer while nothing changed (-1: not known).
   mutable double next_ = -1;
   std::vector<int> done_, spare_;  // Advance's answer and scratch
-  // Reshare's scratch: the links' capacities, the active flows' routes.
-  mutable std::vector<double> caps_, rates_;
+  // Reshare's scratch: the rates, the active flows' routes.
+  mutable std::vector<double> rates_;
   mutable std::vector<const std::vector<int>*> paths_;
   mutable FillScratch fill_;
 };

@@ -89,6 +89,11 @@ std::vector<ArchEfficiency> ArchDefaults() {
   add("volta", 0.88, 0, 0,
       "cuBLAS HGEMM on V100 SXM2 about 110 of 125 TFLOP/s for large square problems; no "
       "FlashAttention (sm_70)");
+  // DeepBench's V100 FP32 convolutions (params.h; the fit in
+  // calib/conv_timings.h, which conv_timings_test.cc checks against the file).
+  v.back().fp32_conv = 0.72;
+  v.back().fp32_conv_dim_half = 16;
+  v.back().fp32_winograd = 2.25;
   add("turing", 0.80, 0, 0,
       "T4/RTX: power-limited parts; cuBLAS HGEMM sustains about 70-80% of the boost-clock peak; "
       "no FlashAttention-2 (sm_75)");
@@ -117,12 +122,6 @@ std::vector<ArchEfficiency> ArchDefaults() {
   h.memory = 0.89;
   h.unaligned_gemm = 0.20;
   h.legacy_gemm = 0.636;  // FlashAttention-2 / FlashAttention-3, published (params.h)
-  // DeepBench's V100 FP32 convolutions (params.h; the fit in
-  // calib/conv_timings.h, which conv_timings_test.cc checks against the file).
-  ArchEfficiency& volta = *std::find_if(v.begin(), v.end(), [](const ArchEfficiency& a) { return a.arch == "volta"; });
-  volta.fp32_conv = 0.72;
-  volta.fp32_conv_dim_half = 16;
-  volta.fp32_winograd = 2.25;
   return v;
 }
 

@@ -74,6 +74,14 @@ int Share64(double network_share, int nodes) {
   return nodes <= 1 ? 64 : share64;
 }
 
+// The key RateShared answers `q` under.
+RateKeyView ViewOf(const RateQuery& q) {
+  return {q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, Share64(q.network_share, q.nodes)};
+}
+RateKey Owned(const RateKeyView& v) {
+  return {std::string(v.model), v.batch, v.type, v.gpus, v.nodes, v.share64};
+}
+
 // The precision a job trains in on `gpu`: the model's own, or fp16 where
 // the GPU lacks it (bf16 before Ampere), as frameworks fall back.
 Precision PrecisionOn(const ModelSpec& model, const GpuSpec& gpu) {
@@ -126,12 +134,6 @@ struct EstimatorThroughput::Impl {
   // goes on; a question asked meanwhile takes its answer when it is done,
   // waits for it while it is being searched, or is searched here when the
   // helper has not reached it. Answers depend on the question alone.
-  struct AheadItem {
-    RateKey key;
-    JobSpec job;  // its model and global batch: all a search reads of it
-    int type, gpus, nodes;
-    double share;
-  };
   enum class AheadState { kQueued, kRunning, kDone };
   struct AheadSlot {
     AheadState state = AheadState::kQueued;
@@ -139,7 +141,7 @@ struct EstimatorThroughput::Impl {
   };
   mutable std::mutex ahead_mu;
   mutable std::condition_variable ahead_done;
-  mutable std::deque<AheadItem> ahead_queue;  // guarded by ahead_mu
+  mutable std::deque<RateKey> ahead_queue;  // guarded by ahead_mu
   mutable std::unordered_map<RateKey, AheadSlot, RateKeyHash, RateKeyEqual> ahead_slots;  // guarded
   mutable bool ahead_stop = false;     // guarded: the piece returns after its current search
   mutable bool ahead_running = false;  // guarded: the piece is taking questions
@@ -150,11 +152,11 @@ struct EstimatorThroughput::Impl {
 
   // Takes the next queued question still wanted (marking it searched), under
   // `lock`; false when none is left.
-  bool NextAhead(AheadItem& item) const {
+  bool NextAhead(RateKey& key) const {
     while (!ahead_queue.empty()) {
-      item = std::move(ahead_queue.front());
+      key = std::move(ahead_queue.front());
       ahead_queue.pop_front();
-      auto slot = ahead_slots.find(item.key);
+      auto slot = ahead_slots.find(key);
       // Gone: asked meanwhile and searched by the asker.
       if (slot != ahead_slots.end() && slot->second.state == AheadState::kQueued) {
         slot->second.state = AheadState::kRunning;
@@ -163,12 +165,15 @@ struct EstimatorThroughput::Impl {
     }
     return false;
   }
-  // Searches `item` with `layer_memo`, outside `lock`, and files its answer.
-  void SearchAhead(const AheadItem& item, EstimateMemo* layer_memo, std::unique_lock<std::mutex>& lock) const {
+  // Searches `key` with `layer_memo`, outside `lock`, and files its answer.
+  void SearchAhead(const RateKey& key, EstimateMemo* layer_memo, std::unique_lock<std::mutex>& lock) const {
     lock.unlock();
-    JobRate answer = Compute(item.job, item.type, item.gpus, item.nodes, item.share, layer_memo);
+    JobSpec job;  // its model and global batch: all a search reads of it
+    job.model = key.model;
+    job.global_batch = key.batch;
+    JobRate answer = Compute(job, key.type, key.gpus, key.nodes, key.share64 / 64.0, layer_memo);
     lock.lock();
-    AheadSlot& slot = ahead_slots.find(item.key)->second;
+    AheadSlot& slot = ahead_slots.find(key)->second;
     slot.answer = std::move(answer);
     slot.state = AheadState::kDone;
     ahead_done.notify_all();
@@ -177,8 +182,8 @@ struct EstimatorThroughput::Impl {
   // it is told to stop.
   void AheadPiece() const {
     std::unique_lock<std::mutex> lock(ahead_mu);
-    AheadItem item;
-    while (!ahead_stop && NextAhead(item)) SearchAhead(item, &helper_memo, lock);
+    RateKey next;
+    while (!ahead_stop && NextAhead(next)) SearchAhead(next, &helper_memo, lock);
     ahead_running = false;
   }
   // Hands the helper the piece when questions wait and it is not taking them.
@@ -222,10 +227,10 @@ struct EstimatorThroughput::Impl {
     }
     // Being searched: meanwhile this thread searches the next queued ones
     // (the questions come in about the order they are asked).
-    AheadItem item;
+    RateKey next;
     while (ahead_slots.find(key)->second.state != AheadState::kDone) {
-      if (NextAhead(item)) {
-        SearchAhead(item, &memo, lock);
+      if (NextAhead(next)) {
+        SearchAhead(next, &memo, lock);
       } else {
         ahead_done.wait(lock, [&] { return ahead_slots.find(key)->second.state == AheadState::kDone; });
       }
@@ -415,28 +420,24 @@ EstimatorThroughput::EstimatorThroughput(const Cluster& cluster, PlanMode mode, 
 
 EstimatorThroughput::~EstimatorThroughput() = default;
 
-const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus, int nodes) {
-  auto it = impl_->cache.find(RateKeyView{job.model, job.global_batch, type, gpus, nodes});
+const JobRate& EstimatorThroughput::Answer(const JobSpec& job, int type, int gpus, int nodes, int share64) {
+  const RateKeyView view{job.model, job.global_batch, type, gpus, nodes, share64};
+  auto it = impl_->cache.find(view);
   if (it != impl_->cache.end()) return it->second;
   ++misses_;
-  RateKey key{job.model, job.global_batch, type, gpus, nodes};
-  std::optional<JobRate> ahead = impl_->TakeAhead(RateKeyView{job.model, job.global_batch, type, gpus, nodes});
-  return impl_->cache.emplace(std::move(key), ahead ? std::move(*ahead) : impl_->Compute(job, type, gpus, nodes))
+  std::optional<JobRate> ahead = impl_->TakeAhead(view);
+  return impl_->cache
+      .emplace(Owned(view), ahead ? std::move(*ahead) : impl_->Compute(job, type, gpus, nodes, share64 / 64.0))
       .first->second;
+}
+
+const JobRate& EstimatorThroughput::Rate(const JobSpec& job, int type, int gpus, int nodes) {
+  return Answer(job, type, gpus, nodes, 64);
 }
 
 const JobRate& EstimatorThroughput::RateShared(const JobSpec& job, int type, int gpus, int nodes,
                                                double network_share) {
-  const int share64 = Share64(network_share, nodes);
-  if (share64 == 64) return Rate(job, type, gpus, nodes);
-  auto it = impl_->cache.find(RateKeyView{job.model, job.global_batch, type, gpus, nodes, share64});
-  if (it != impl_->cache.end()) return it->second;
-  ++misses_;
-  RateKey key{job.model, job.global_batch, type, gpus, nodes, share64};
-  std::optional<JobRate> ahead = impl_->TakeAhead(RateKeyView{job.model, job.global_batch, type, gpus, nodes, share64});
-  return impl_->cache
-      .emplace(std::move(key), ahead ? std::move(*ahead) : impl_->Compute(job, type, gpus, nodes, share64 / 64.0))
-      .first->second;
+  return Answer(job, type, gpus, nodes, Share64(network_share, nodes));
 }
 
 void EstimatorThroughput::Anticipate(std::span<const RateQuery> queries) {
@@ -445,17 +446,13 @@ void EstimatorThroughput::Anticipate(std::span<const RateQuery> queries) {
   {
     std::lock_guard<std::mutex> lock(impl_->ahead_mu);
     for (const RateQuery& q : queries) {
-      const int share64 = Share64(q.network_share, q.nodes);
-      RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+      const RateKeyView view = ViewOf(q);
       if (impl_->cache.find(view) != impl_->cache.end() ||
           impl_->ahead_slots.find(view) != impl_->ahead_slots.end())
         continue;
-      Impl::AheadItem item{RateKey{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64}, JobSpec{},
-                           q.type, q.gpus, q.nodes, share64 / 64.0};
-      item.job.model = q.job->model;
-      item.job.global_batch = q.job->global_batch;
-      impl_->ahead_slots.emplace(item.key, Impl::AheadSlot{});
-      impl_->ahead_queue.push_back(std::move(item));
+      RateKey key = Owned(view);
+      impl_->ahead_slots.emplace(key, Impl::AheadSlot{});
+      impl_->ahead_queue.push_back(std::move(key));
       added = true;
     }
   }
@@ -475,17 +472,16 @@ void EstimatorThroughput::Prefetch(std::span<const RateQuery> queries) {
   };
   std::vector<Todo> todo;
   for (const RateQuery& q : queries) {
-    const int share64 = Share64(q.network_share, q.nodes);
-    RateKeyView view{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+    const RateKeyView view = ViewOf(q);
     if (impl_->cache.find(view) != impl_->cache.end()) continue;
-    RateKey key{q.job->model, q.job->global_batch, q.type, q.gpus, q.nodes, share64};
+    RateKey key = Owned(view);
     if (std::optional<JobRate> ahead = impl_->TakeAhead(view)) {
       ++misses_;
       impl_->cache.emplace(std::move(key), std::move(*ahead));
       continue;
     }
     if (std::any_of(todo.begin(), todo.end(), [&](const Todo& t) { return t.key == key; })) continue;
-    todo.push_back({std::move(key), &q, share64 / 64.0});
+    todo.push_back({std::move(key), &q, view.share64 / 64.0});
   }
   if (todo.size() < 2) return;
   // Two threads take the next question in turn, the largest (most GPUs,

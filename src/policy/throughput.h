@@ -152,6 +152,8 @@ class EstimatorThroughput : public ThroughputModel {
   int64_t estimates() const { return misses_; }
 
  private:
+  // Rate and RateShared: the answer at `share64` 64ths of the network.
+  const JobRate& Answer(const JobSpec& job, int type, int gpus, int nodes, int share64);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int64_t misses_ = 0;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+
 #include "model/catalog.h"
 #include "plan/planner.h"
 #include "policy/placement.h"
@@ -33,18 +35,28 @@ void ExpectSameRate(const JobRate& a, const JobRate& b, const std::string& what)
 // has two cores): the answers and the count of estimates must be those of
 // asking one by one, for shapes that fit and that do not, on one node and
 // several, at full and at a reduced network share, with repeats.
-TEST(EstimatorThroughput, PrefetchGivesTheAnswersAskingOneByOneGives) {
-  const Cluster cluster = LoadCluster("arena-1280").value();
-  const std::vector<JobSpec> jobs = {Job("a", "bert__2.6B", 256), Job("b", "wide_resnet__4B", 256),
-                                     Job("c", "moe__1.3B", 128)};
+// Three Arena jobs, and the questions about each at `counts` GPUs of every
+// type on the fewest nodes, at full network share and (several nodes) half.
+const std::vector<JobSpec>& ThreeJobs() {
+  static const std::vector<JobSpec> jobs = {Job("a", "bert__2.6B", 256), Job("b", "wide_resnet__4B", 256),
+                                            Job("c", "moe__1.3B", 128)};
+  return jobs;
+}
+std::vector<RateQuery> Questions(const Cluster& cluster, std::initializer_list<int> counts) {
   std::vector<RateQuery> queries;
-  for (const JobSpec& j : jobs)
-    for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type)
-      for (int gpus : {1, 4, 16, 64}) {
+  for (const JobSpec& j : ThreeJobs())
+    for (int gpus : counts)
+      for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
         const int nodes = MinNodes(cluster, type, gpus);
         queries.push_back({&j, type, gpus, nodes, 1.0});
         if (nodes > 1) queries.push_back({&j, type, gpus, nodes, 0.5});
       }
+  return queries;
+}
+
+TEST(EstimatorThroughput, PrefetchGivesTheAnswersAskingOneByOneGives) {
+  const Cluster cluster = LoadCluster("arena-1280").value();
+  std::vector<RateQuery> queries = Questions(cluster, {1, 4, 16, 64});
   queries.push_back(queries.front());  // asked twice: searched once
   for (PlanMode mode : {PlanMode::kBest, PlanMode::kDataParallel}) {
     EstimatorThroughput prefetched(cluster, mode), alone(cluster, mode);
@@ -66,16 +78,8 @@ TEST(EstimatorThroughput, PrefetchGivesTheAnswersAskingOneByOneGives) {
 // with a Prefetch and a PlanSet (which pause the helper) in between.
 TEST(EstimatorThroughput, AnticipatedQuestionsGetTheAnswersAskingOneByOneGives) {
   const Cluster cluster = LoadCluster("arena-1280").value();
-  const std::vector<JobSpec> jobs = {Job("a", "bert__2.6B", 256), Job("b", "wide_resnet__4B", 256),
-                                     Job("c", "moe__1.3B", 128)};
-  std::vector<RateQuery> queries;
-  for (const JobSpec& j : jobs)
-    for (int gpus : {1, 2, 4, 8, 16, 32, 64})
-      for (int type = 0; type < static_cast<int>(cluster.types().size()); ++type) {
-        const int nodes = MinNodes(cluster, type, gpus);
-        queries.push_back({&j, type, gpus, nodes, 1.0});
-        if (nodes > 1) queries.push_back({&j, type, gpus, nodes, 0.5});
-      }
+  const std::vector<JobSpec>& jobs = ThreeJobs();
+  const std::vector<RateQuery> queries = Questions(cluster, {1, 2, 4, 8, 16, 32, 64});
   for (PlanMode mode : {PlanMode::kBest, PlanMode::kDataParallel}) {
     EstimatorThroughput ahead(cluster, mode), alone(cluster, mode);
     ahead.Anticipate(queries);
@@ -92,7 +96,8 @@ TEST(EstimatorThroughput, AnticipatedQuestionsGetTheAnswersAskingOneByOneGives) 
     std::vector<RateQuery> batch(queries.begin() + 20, queries.begin() + 26);
     ahead.Prefetch(batch);
     const int type = 1, nodes = MinNodes(cluster, type, 16);
-    std::vector<PlanChoice> set = ahead.PlanSet(jobs[0], type, 16, nodes, 4), want = alone.PlanSet(jobs[0], type, 16, nodes, 4);
+    std::vector<PlanChoice> set = ahead.PlanSet(jobs[0], type, 16, nodes, 4);
+    std::vector<PlanChoice> want = alone.PlanSet(jobs[0], type, 16, nodes, 4);
     ASSERT_EQ(set.size(), want.size());
     for (size_t i = 0; i < set.size(); ++i) EXPECT_EQ(set[i].iteration_time_s, want[i].iteration_time_s);
     for (const RateQuery& q : queries) ask(q);
